@@ -1,0 +1,142 @@
+"""The text-analysis chain: tokenise, lowercase, drop stopwords, stem.
+
+One chain per language, defined by ``analyzers/<lang>.json`` (tokenizer, stopwords, Snowball
+stemmer). The embedded engine indexes the tokens this module produces, and the engine mappings
+under ``mappings/`` are generated from the same files, so every backend analyses text alike.
+
+Example::
+
+    analyze("Mein Vermieter gibt die Kaution nicht zurück", "de")
+    # ['vermiet', 'gibt', 'kaution', 'zuruck']
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+import unicodedata
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import Stemmer
+
+from service.analysis.language import detect_language
+
+LANGUAGES: tuple[str, ...] = ("de", "fr", "it", "en", "zh")
+"""Languages with a dedicated chain. Other codes fall back to the English-free 'simple' chain."""
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_HAS_WORD_CHAR = re.compile(r"[^\W_]", re.UNICODE)
+_JIEBA_LOCK = threading.Lock()
+
+
+def analyzers_dir() -> Path:
+    """The folder holding ``<lang>.json`` analyzer definitions.
+
+    ``LEXSEARCH_ANALYZERS_DIR`` overrides it; by default it is ``analyzers/`` at the repository root.
+    """
+    override = os.environ.get("LEXSEARCH_ANALYZERS_DIR")
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parents[2] / "analyzers"
+
+
+@dataclass(frozen=True)
+class AnalyzerSpec:
+    """The definition of one language chain, as read from ``analyzers/<lang>.json``."""
+
+    language: str
+    tokenizer: str
+    stemmer: str | None
+    stopwords: frozenset[str]
+    lowercase: bool = True
+
+    @classmethod
+    def load(cls, lang: str) -> AnalyzerSpec:
+        path = analyzers_dir() / f"{lang}.json"
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return cls(
+            language=data["language"],
+            tokenizer=data["tokenizer"],
+            stemmer=data.get("stemmer"),
+            stopwords=frozenset(data.get("stopwords", ())),
+            lowercase=bool(data.get("lowercase", True)),
+        )
+
+
+class Analyzer:
+    """Turns text into index terms for one language. Thread-safe; build with :func:`analyzer_for`."""
+
+    def __init__(self, spec: AnalyzerSpec) -> None:
+        self.spec = spec
+        self.lang = spec.language
+        self._stemmer_local = threading.local()
+        if spec.stemmer:
+            Stemmer.Stemmer(spec.stemmer)  # fail early on an unknown stemmer name
+
+    def _stemmer(self) -> Stemmer.Stemmer | None:
+        # PyStemmer objects are not thread-safe, so each thread gets its own.
+        if not self.spec.stemmer:
+            return None
+        stemmer = getattr(self._stemmer_local, "stemmer", None)
+        if stemmer is None:
+            stemmer = Stemmer.Stemmer(self.spec.stemmer)
+            stemmer.maxCacheSize = 50_000
+            self._stemmer_local.stemmer = stemmer
+        return stemmer
+
+    def raw_tokens(self, text: str) -> list[str]:
+        """Tokens before stopword removal and stemming (lowercased)."""
+        text = unicodedata.normalize("NFKC", text)
+        if self.spec.lowercase:
+            text = text.lower()
+        if self.spec.tokenizer == "jieba":
+            return [t for t in _jieba_cut(text) if _HAS_WORD_CHAR.search(t)]
+        return _WORD.findall(text)
+
+    def tokens(self, text: str) -> list[str]:
+        """Index terms: tokens without stopwords, stemmed where the language has a stemmer."""
+        toks = [t for t in self.raw_tokens(text) if t not in self.spec.stopwords]
+        stemmer = self._stemmer()
+        if stemmer is not None:
+            toks = stemmer.stemWords(toks)
+        return toks
+
+    def stem(self, word: str) -> str:
+        """The index form of one word (lowercased, stemmed)."""
+        toks = self.tokens(word)
+        return toks[0] if toks else ""
+
+
+def _jieba_cut(text: str) -> list[str]:
+    jieba = _jieba()
+    return jieba.lcut(text)
+
+
+@cache
+def _jieba():  # type: ignore[no-untyped-def]
+    # jieba prints its dictionary-loading chatter through the logging module; keep it quiet.
+    with _JIEBA_LOCK:
+        import jieba
+
+        jieba.setLogLevel(logging.WARNING)
+        jieba.initialize()
+        return jieba
+
+
+@cache
+def analyzer_for(lang: str) -> Analyzer:
+    """The chain for ``lang`` (an ISO 639-1 code); unknown languages get a stemmer-free chain."""
+    base = lang.split("-")[0].lower() if lang else ""
+    if base in LANGUAGES:
+        return Analyzer(AnalyzerSpec.load(base))
+    return Analyzer(AnalyzerSpec(language=base or "und", tokenizer="word", stemmer=None, stopwords=frozenset()))
+
+
+def analyze(text: str, lang: str = "") -> list[str]:
+    """Index terms of ``text`` in ``lang`` ('' = detect the language first)."""
+    return analyzer_for(lang or detect_language(text)).tokens(text)

@@ -1,0 +1,110 @@
+"""The search-backend interface every engine implements (embedded, OpenSearch, Elasticsearch).
+
+The pipeline only talks to :class:`SearchBackend`; which engine sits behind it is decided in
+``service.pipelines.build``. A shared conformance suite (``tests/backends/conformance.py``)
+runs against each implementation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from service.corpus.model import Filters, Hit, LegalDoc
+
+
+@dataclass(slots=True)
+class IndexReport:
+    """What a write did: documents sent, indexed, and those that failed with the reason."""
+
+    sent: int = 0
+    indexed: int = 0
+    failed: dict[str, str] = field(default_factory=dict)
+
+    def merge(self, other: IndexReport) -> None:
+        self.sent += other.sent
+        self.indexed += other.indexed
+        self.failed.update(other.failed)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and self.sent == self.indexed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sent": self.sent, "indexed": self.indexed, "failed": dict(self.failed)}
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStats:
+    """Facts about one index, for ``GET /v1/indices``, routing calibration and eval caching."""
+
+    name: str
+    documents: int
+    dim: int
+    embedder: str
+    languages: tuple[str, ...]
+    laws: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "documents": self.documents,
+            "dim": self.dim,
+            "embedder": self.embedder,
+            "languages": list(self.languages),
+            "laws": self.laws,
+            **self.extra,
+        }
+
+
+@runtime_checkable
+class SearchBackend(Protocol):
+    """A place where a corpus lives and can be searched by BM25 and by vector.
+
+    Every retrieval method applies ``filters`` inside the retriever, so ``k`` results are the
+    best ``k`` among matching documents. Hits carry the retriever's score in
+    ``hit.scores["bm25"|"knn"]`` and its 1-based rank in ``hit.ranks``.
+    """
+
+    def ensure_index(self, name: str, *, language: str, dim: int, embedder: str) -> None:
+        """Create the index, or check that an existing one matches.
+
+        Raises:
+            IndexCorrupt: when an index of that name exists with another dimension or embedder.
+        """
+
+    def write(self, name: str, docs: Sequence[LegalDoc], vectors: np.ndarray) -> IndexReport:
+        """Insert or replace documents by id, with one L2-normalised vector per document."""
+
+    def delete(self, name: str, ids: Sequence[str]) -> int:
+        """Remove documents by id from every retriever; returns how many existed."""
+
+    def bm25(self, name: str, query: str, *, k: int, filters: Filters | None = None,
+             lang: str = "") -> list[Hit]:
+        """BM25 over the analysed text; ``lang`` picks the query analysis ('' = detect)."""
+
+    def knn(self, name: str, vector: np.ndarray, *, k: int, filters: Filters | None = None) -> list[Hit]:
+        """Nearest neighbours by cosine similarity of L2-normalised vectors."""
+
+    def probe(self, name: str, query: str, vector: np.ndarray, *, k: int,
+              filters: Filters | None = None, lang: str = "") -> tuple[list[Hit], list[Hit]]:
+        """BM25 and kNN side by side, in one round trip where the engine allows."""
+
+    def fetch(self, name: str, ids: Sequence[str]) -> dict[str, LegalDoc]:
+        """Documents by id (missing ids are absent from the result)."""
+
+    def count(self, name: str) -> int:
+        """Number of live documents."""
+
+    def stats(self, name: str) -> IndexStats:
+        """Facts about the index (documents, dimension, embedder, languages)."""
+
+    def exists(self, name: str) -> bool:
+        """Whether the index exists."""
+
+    def scan(self, name: str) -> Iterator[LegalDoc]:
+        """Every live document, in no particular order (for re-indexing and vocabulary building)."""

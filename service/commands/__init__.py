@@ -1,0 +1,1 @@
+"""One module per ``lexsearch`` sub-command; each has ``register(subparsers)`` and ``run(args)``."""

@@ -1,0 +1,66 @@
+"""Options shared by every sub-command, and turning them into Settings."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from service.config import Settings, load_settings
+
+
+def add_common_options(parser: argparse.ArgumentParser) -> None:
+    """Options every command accepts: config file, backend and its connection, index, embedder, LLM."""
+    group = parser.add_argument_group("settings (override LEXSEARCH_* variables and the config file)")
+    group.add_argument("--config", help="TOML settings file (default: $LEXSEARCH_CONFIG)")
+    group.add_argument("--backend", choices=["embedded", "opensearch", "elasticsearch"],
+                       help="search engine (default: embedded)")
+    group.add_argument("--url", help="engine URL for opensearch/elasticsearch")
+    group.add_argument("--username", help="basic-auth user name for the engine")
+    group.add_argument("--password", help="basic-auth password (or LEXSEARCH_BACKEND_PASSWORD)")
+    group.add_argument("--api-key", dest="engine_api_key", help="engine API key")
+    group.add_argument("--ca-cert", help="CA certificate file for the engine's TLS")
+    group.add_argument("--index", help="embedded: index folder; engines: index or alias name")
+    group.add_argument("--embedder", choices=["use", "e5", "sentence-transformers", "openai"],
+                       help="embedding model (default: use)")
+    group.add_argument("--model-path", help="local model folder for --embedder sentence-transformers")
+    group.add_argument("--llm-url", help="OpenAI-compatible LLM base URL (default: offline)")
+    group.add_argument("--llm-model", help="LLM model name")
+    group.add_argument("--llm-key", help="LLM API key (or LEXSEARCH_LLM_API_KEY)")
+    group.add_argument("--model", dest="model_dir", help="folder of trained offline models (lexsearch train --out)")
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """Settings from the environment and config file, overridden by the command-line options."""
+    get = lambda name: getattr(args, name, None)  # noqa: E731
+    overrides: dict[str, dict[str, Any]] = {
+        "backend": {"kind": get("backend"), "url": get("url"), "username": get("username"),
+                    "password": get("password"), "api_key": get("engine_api_key"), "ca_cert": get("ca_cert")},
+        "embedder": {"kind": get("embedder"), "model_path": get("model_path")},
+        "llm": {"base_url": get("llm_url"), "model": get("llm_model"), "api_key": get("llm_key")},
+        "index": {"model_dir": get("model_dir")},
+    }
+    settings = load_settings(get("config"), overrides=overrides)
+    index = get("index")
+    if index:
+        if settings.backend.kind == "embedded":
+            path = Path(index)
+            settings = settings.replace(index={"root": str(path.parent), "name": path.name})
+        else:
+            settings = settings.replace(index={"name": index})
+    return settings
+
+
+def progress_enabled() -> bool:
+    """Progress bars go to stderr, and only when it is a terminal or LEXSEARCH_PROGRESS=1."""
+    flag = os.environ.get("LEXSEARCH_PROGRESS")
+    if flag is not None:
+        return flag not in ("0", "false", "no")
+    return sys.stderr.isatty()
+
+
+def info(message: str) -> None:
+    """A status line on stderr (stdout stays clean for --json output)."""
+    print(message, file=sys.stderr, flush=True)

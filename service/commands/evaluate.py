@@ -1,0 +1,83 @@
+"""``lexsearch eval``: score pipelines on a dataset split (builds the dataset's index when missing)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from service.commands.common import add_common_options, info, progress_enabled, settings_from_args
+from service.commands.dataset_index import ensure_dataset_index
+from service.corpus.datasets import Dataset
+from service.corpus.model import Filters
+from service.errors import InvalidInput
+from service.evaluation.harness import evaluate, format_table
+from service.evaluation.runs import write_run
+from service.pipelines.build import Runtime
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("eval", help="evaluate pipelines on a dataset split",
+                              description="Print Recall@10, Recall@100, MRR@10, nDCG@10 and latency per pipeline.")
+    p.add_argument("--data", required=True, help="dataset folder (corpus*.jsonl, queries.<split>.tsv, qrels)")
+    p.add_argument("--split", required=True, help="query split, e.g. dev")
+    p.add_argument("--pipeline", default="bm25,dense,hybrid",
+                   help="comma-separated pipelines (default bm25,dense,hybrid)")
+    p.add_argument("--k", type=int, default=100, help="ranking depth scored (default 100)")
+    p.add_argument("--limit", type=int, default=0, help="evaluate only the first N queries (0 = all)")
+    p.add_argument("--filter", action="append", default=[], metavar="FIELD=VALUE")
+    p.add_argument("--reranker", choices=["learned", "llm", "cross-encoder", "none"],
+                   help="reranker for agentic pipelines")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="pipeline option, e.g. --option no_cliff=1 (repeatable)")
+    p.add_argument("--json", dest="json_out", metavar="OUT", help="write the results as JSON to this file")
+    p.add_argument("--runs", metavar="DIR", help="write one TREC run file per pipeline into DIR")
+    add_common_options(p)
+    p.set_defaults(run=run)
+
+
+def parse_options(specs: list[str]) -> dict[str, object]:
+    options: dict[str, object] = {}
+    for spec in specs:
+        key, sep, value = spec.partition("=")
+        if not sep or not key:
+            raise InvalidInput(f"--option {spec!r} must look like key=value")
+        options[key.strip()] = value.strip()
+    return options
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.k < 10:
+        raise InvalidInput("--k must be at least 10 (Recall@10 and MRR@10 need ten results)")
+    settings = settings_from_args(args)
+    dataset = Dataset(args.data)
+    queries = dataset.queries(args.split)
+    qrels = dataset.qrels(args.split)
+    if args.limit:
+        queries = queries[: args.limit]
+    names = [n.strip() for n in args.pipeline.split(",") if n.strip()]
+    if not names:
+        raise InvalidInput("--pipeline names no pipeline")
+    runtime = Runtime(settings)
+    pipelines = [runtime.pipeline(n) for n in names]  # fail on an unknown name before building anything
+    index = ensure_dataset_index(runtime, dataset)
+    options = parse_options(args.option)
+    if args.reranker:
+        options["reranker"] = args.reranker
+    filters = Filters.parse(args.filter) if args.filter else None
+    results = []
+    for name, pipeline in zip(names, pipelines, strict=True):
+        info(f"evaluating {name} on {dataset.name}/{args.split} ({len(queries)} queries)")
+        result, run_ = evaluate(pipeline, queries, qrels, index=index, k=args.k, filters=filters, options=options,
+                                max_query_chars=settings.retrieval.max_query_chars, progress=progress_enabled(),
+                                label=name)
+        results.append(result)
+        if args.runs:
+            Path(args.runs).mkdir(parents=True, exist_ok=True)
+            write_run(Path(args.runs) / f"{dataset.name}.{args.split}.{name}.run", run_, tag=name)
+    print(format_table(results))
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=1) + "\n",
+                                       encoding="utf-8")
+        info(f"wrote {args.json_out}")
+    return 0

@@ -1,0 +1,71 @@
+"""``lexsearch index``: put a dataset folder or a user corpus file into an index."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from service.commands.common import add_common_options, info, progress_enabled, settings_from_args
+from service.corpus.datasets import Dataset, LoadReport, load_corpus, read_user_corpus
+from service.errors import InvalidInput
+from service.indexing import index_documents, rebuild_embedded
+from service.pipelines.build import Runtime
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("index", help="index a dataset folder or a corpus file",
+                              description="Index a dataset folder (corpus*.jsonl) or a JSONL/CSV corpus file. "
+                                          "By default the index is rebuilt and swapped in atomically; "
+                                          "--update upserts into the existing index instead.")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", help="dataset folder holding corpus*.jsonl")
+    source.add_argument("--corpus", help="a JSONL or CSV corpus file")
+    p.add_argument("--format", choices=["jsonl", "csv"], help="format of --corpus (default: from extension)")
+    p.add_argument("--field", action="append", default=[], metavar="OURS=THEIRS",
+                   help="map a document field to a column/key of --corpus, e.g. --field text=body")
+    p.add_argument("--lang", default="", help="language of documents that name none (de, fr, it, en, zh)")
+    p.add_argument("--update", action="store_true", help="upsert into the existing index instead of rebuilding")
+    add_common_options(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = settings_from_args(args)
+    runtime = Runtime(settings)
+    report = LoadReport()
+    if args.data:
+        dataset = Dataset(args.data)
+        language = args.lang or dataset.language
+        docs = load_corpus(dataset, report)
+    else:
+        mapping = {}
+        for spec in args.field:
+            ours, sep, theirs = spec.partition("=")
+            if not sep or not ours or not theirs:
+                raise InvalidInput(f"--field {spec!r} must look like ours=theirs, e.g. text=body")
+            mapping[ours.strip()] = theirs.strip()
+        language = args.lang
+        by_id = {d.id: d for d in read_user_corpus(args.corpus, report, fmt=args.format or "",
+                                                     field_map=mapping, default_lang=language)}
+        docs = list(by_id.values())
+    if not docs:
+        info(report.summary())
+        raise InvalidInput("the corpus holds no valid document; nothing was indexed")
+    name = settings.index.name
+    if settings.backend.kind == "embedded" and not args.update:
+        where = Path(settings.index.root) / name
+        info(f"indexing {len(docs)} documents into {where}")
+        result = rebuild_embedded(Path(settings.index.root), name, runtime.embedder, docs, language=language,
+                                  hnsw_min_docs=settings.backend.hnsw_min_docs, progress=progress_enabled())
+    else:
+        info(f"indexing {len(docs)} documents into index {name!r} ({settings.backend.kind})")
+        result = index_documents(runtime.backend, runtime.embedder, name, docs, language=language,
+                                 progress=progress_enabled())
+    info(report.summary())
+    info(f"indexed {result.indexed} of {result.sent} documents; embedded {runtime.embedder.computed} new texts")
+    if result.failed:
+        info(f"{len(result.failed)} documents failed:")
+        for doc_id, reason in list(result.failed.items())[:50]:
+            info(f"  {doc_id}: {reason}")
+        return 1
+    return 0

@@ -1,0 +1,83 @@
+"""Any sentence-transformers model from a local folder (the ``st`` extra: torch + sentence-transformers)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from service.embeddings.base import l2_normalize
+from service.errors import ConfigError
+
+
+class SentenceTransformerEmbedder:
+    """A local sentence-transformers model, run on CPU with the hub switched off.
+
+    Args:
+        model_path: a folder holding a saved sentence-transformers model.
+        query_prefix, document_prefix: prepended texts for models trained with prefixes (e5, bge).
+
+    Raises:
+        ConfigError: when the folder does not exist or sentence-transformers is not installed.
+
+    Example::
+
+        SentenceTransformerEmbedder("/path/to/all-MiniLM-L6-v2").embed_queries(["deposit"])
+    """
+
+    def __init__(self, model_path: str, *, query_prefix: str = "", document_prefix: str = "",
+                 batch_size: int = 32) -> None:
+        path = Path(model_path)
+        if not path.is_dir():
+            raise ConfigError(f"sentence-transformers model folder not found: {model_path}")
+        self._path = path
+        self._query_prefix = query_prefix
+        self._document_prefix = document_prefix
+        self._batch_size = batch_size
+        self._model = None
+        self._dim: int | None = None
+        self._lock = threading.Lock()
+        digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
+        self.name = f"st:{path.name}:{digest}"
+
+    def _load(self):  # type: ignore[no-untyped-def]
+        with self._lock:
+            if self._model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise ConfigError(
+                        "embedder.kind=sentence-transformers needs the 'st' extra: pip install -e '.[st]'"
+                    ) from exc
+                self._model = SentenceTransformer(str(self._path), device="cpu")
+                get_dim = getattr(self._model, "get_embedding_dimension", None) or \
+                    self._model.get_sentence_embedding_dimension
+                self._dim = int(get_dim())
+            return self._model
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._load()
+        assert self._dim is not None
+        return self._dim
+
+    def _encode(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+        model = self._load()
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = model.encode([prefix + t for t in texts], batch_size=self._batch_size,
+                               show_progress_bar=False, convert_to_numpy=True)
+        return l2_normalize(vectors)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, self._query_prefix)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, self._document_prefix)

@@ -1,0 +1,104 @@
+"""Putting a corpus into a backend: citation extraction, embedding (cached), chunked writes.
+
+Used by ``lexsearch index``, by ``lexsearch eval`` (which builds missing dataset indices), and by
+the ingest job of the HTTP service.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from tqdm import tqdm
+
+from service.analysis.chain import analyzers_dir
+from service.backends.base import IndexReport, SearchBackend
+from service.corpus.model import LegalDoc
+from service.corpus.views import embedding_text
+from service.embeddings.cache import CachedEmbedder
+
+WRITE_CHUNK = 4096
+
+
+def with_citations(doc: LegalDoc) -> LegalDoc:
+    """The document with ``cites`` filled from its text when the corpus gave none."""
+    if doc.cites:
+        return doc
+    from service.corpus.citations import cites_of
+
+    found = cites_of(doc.text, law=doc.law, lang=doc.lang)
+    return doc.with_cites(found) if found else doc
+
+
+def index_documents(backend: SearchBackend, embedder: CachedEmbedder, name: str, docs: Sequence[LegalDoc], *,
+                    language: str, progress: bool = False) -> IndexReport:
+    """Upsert ``docs`` into index ``name`` (created when missing), embedding only uncached texts.
+
+    Returns:
+        The merged :class:`IndexReport` of all chunks.
+    """
+    backend.ensure_index(name, language=language, dim=embedder.dim, embedder=embedder.name)
+    docs = [with_citations(d) for d in docs]
+    vectors = embedder.embed_documents([embedding_text(d) for d in docs], progress=progress)
+    report = IndexReport()
+    bar = tqdm(total=len(docs), desc="indexing", unit="doc", disable=not progress, leave=False)
+    for start in range(0, len(docs), WRITE_CHUNK):
+        chunk = docs[start:start + WRITE_CHUNK]
+        report.merge(backend.write(name, chunk, vectors[start:start + WRITE_CHUNK]))
+        bar.update(len(chunk))
+    bar.close()
+    return report
+
+
+def rebuild_embedded(root: Path, name: str, embedder: CachedEmbedder, docs: Iterable[LegalDoc], *,
+                     language: str, hnsw_min_docs: int, progress: bool = False) -> IndexReport:
+    """Build an embedded index in a temporary folder, then swap it in place of ``root/name``.
+
+    Readers of the old index keep working until the swap; a failed build leaves the old index as it was.
+    """
+    from service.backends.embedded import EmbeddedBackend
+
+    staging_name = f".{name}.building"
+    staging = EmbeddedBackend(root, hnsw_min_docs=hnsw_min_docs)
+    staging.drop(staging_name)
+    try:
+        report = index_documents(staging, embedder, staging_name, list(docs), language=language,
+                                 progress=progress)
+    except BaseException:
+        staging.drop(staging_name)
+        raise
+    target, old = root / name, root / f".{name}.old"
+    if old.exists():
+        shutil.rmtree(old)
+    if target.exists():
+        target.rename(old)
+    (root / staging_name).rename(target)
+    manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
+    manifest["name"] = name
+    (target / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
+    if old.exists():
+        shutil.rmtree(old)
+    return report
+
+
+def index_fingerprint(corpus_hash: str, embedder_name: str, extra: dict[str, object] | None = None) -> str:
+    """A short hash naming an index built from this corpus with this configuration.
+
+    It covers the corpus bytes, the embedder, the analyzer definitions and the index format,
+    so a change to any of them builds a new index instead of reusing a stale one.
+    """
+    from service.backends.embedded import FORMAT_VERSION
+    from service.corpus import views
+
+    digest = hashlib.sha256()
+    digest.update(corpus_hash.encode())
+    digest.update(embedder_name.encode())
+    digest.update(str(FORMAT_VERSION).encode())
+    digest.update(Path(views.__file__).read_bytes())
+    for path in sorted(analyzers_dir().glob("*.json")):
+        digest.update(path.read_bytes())
+    digest.update(json.dumps(extra or {}, sort_keys=True).encode())
+    return digest.hexdigest()[:12]

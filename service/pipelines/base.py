@@ -1,0 +1,81 @@
+"""What every pipeline takes and returns: :class:`SearchRequest` in, :class:`SearchResponse` out.
+
+The same pipeline object serves ``lexsearch search``, ``lexsearch eval``, ``POST /v1/search`` and the
+Celery job; only the entry point differs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from service.corpus.model import Filters, Hit
+from service.errors import InvalidInput
+
+MAX_K = 1000
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """One search.
+
+    Args:
+        query: the question, in any supported language.
+        index: the index (or alias) to search.
+        k: how many results to return (1..1000).
+        filters: metadata restrictions applied inside the retrievers.
+        lang: the question's language ('' = detect).
+        explain: include the full trace in the response.
+        qid: an id for logs and run files.
+        options: pipeline-specific switches (e.g. ``{"reranker": "none"}``).
+    """
+
+    query: str
+    index: str
+    k: int = 10
+    filters: Filters | None = None
+    lang: str = ""
+    explain: bool = False
+    qid: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def validated(self, max_chars: int) -> SearchRequest:
+        """Check the request; raise :class:`InvalidInput` with a clear message when it is bad."""
+        if not isinstance(self.query, str) or not self.query.strip():
+            raise InvalidInput("the query is empty; ask a question in words", code="empty_query")
+        if len(self.query) > max_chars:
+            raise InvalidInput(
+                f"the query has {len(self.query)} characters; the limit is {max_chars}. "
+                "Shorten it to the facts and the question.", code="query_too_long")
+        if not 1 <= self.k <= MAX_K:
+            raise InvalidInput(f"k must be between 1 and {MAX_K}, got {self.k}")
+        if not self.index:
+            raise InvalidInput("no index given")
+        return self
+
+
+@dataclass
+class SearchResponse:
+    """Ranked hits plus the trace of how they were found.
+
+    ``hits`` is the ranking (at most ``k``); ``returned`` is how many of them form the answer
+    set after a score-cliff cut (``None`` = no cut, all of them).
+    """
+
+    hits: list[Hit]
+    trace: dict[str, Any] = field(default_factory=dict)
+    returned: int | None = None
+
+    @property
+    def answer(self) -> list[Hit]:
+        return self.hits if self.returned is None else self.hits[: self.returned]
+
+
+@runtime_checkable
+class Pipeline(Protocol):
+    """Anything that answers a :class:`SearchRequest`."""
+
+    name: str
+
+    def run(self, request: SearchRequest) -> SearchResponse:
+        """Search; raises :class:`~service.errors.LexsearchError` subclasses for bad input or engines."""

@@ -1,0 +1,79 @@
+"""The analysis chain: language detection, segmentation, stopwords, stemming."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from service.analysis.chain import LANGUAGES, analyze, analyzer_for, analyzers_dir
+from service.analysis.language import detect_language
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize("text, lang", [
+    ("我的房东不退押金怎么办？", "zh"),
+    ("用人单位辞退员工未通知工会是否属于违法解除？", "zh"),
+    ("Mein Vermieter gibt die Kaution nicht zurück", "de"),
+    ("Kann ich das Testament anfechten, wenn mein Vater bedroht wurde?", "de"),
+    ("My landlord won't return my deposit", "en"),
+    ("A person who has been declared missing may be presumed dead", "en"),
+    ("Mon propriétaire ne me rend pas la caution", "fr"),
+    ("Il mio padrone di casa non restituisce la cauzione", "it"),
+])
+def test_detects_the_language(text: str, lang: str) -> None:
+    assert detect_language(text) == lang
+
+
+def test_detection_respects_candidates_and_default() -> None:
+    assert detect_language("Art. 41", candidates=("de", "en"), default="de") == "de"
+    assert detect_language("", default="en") == "en"
+    assert detect_language("whatever", candidates=("zh",)) == "zh"
+
+
+def test_chinese_is_segmented_by_jieba_and_stopwords_dropped() -> None:
+    tokens = analyze("用人单位辞退员工应该提前多久告知？", "zh")
+    assert "用人单位" in tokens and "辞退" in tokens and "员工" in tokens
+    assert "？" not in tokens
+    assert "的" not in analyze("房东的押金", "zh")
+
+
+def test_german_is_stemmed_and_stopwords_dropped() -> None:
+    tokens = analyze("Der Vermieter gibt die Kaution nicht zurück", "de")
+    assert "der" not in tokens and "die" not in tokens
+    assert "vermiet" in tokens
+    assert analyze("Kündigungen", "de") == analyze("Kündigung", "de")
+
+
+@pytest.mark.parametrize("lang, a, b", [
+    ("en", "contracts", "contract"),
+    ("fr", "contrats", "contrat"),
+    ("it", "contratti", "contratto"),
+])
+def test_inflected_forms_meet(lang: str, a: str, b: str) -> None:
+    assert analyze(a, lang) == analyze(b, lang)
+
+
+def test_article_numbers_survive() -> None:
+    assert "257e" in analyze("Art. 257e OR", "de")
+    assert "573b" in analyze("§ 573b BGB", "de")
+
+
+def test_unknown_language_gets_a_plain_chain() -> None:
+    assert analyzer_for("nl").tokens("De Huurder Betaalt") == ["de", "huurder", "betaalt"]
+
+
+def test_every_language_has_a_definition_file() -> None:
+    for lang in LANGUAGES:
+        data = json.loads((analyzers_dir() / f"{lang}.json").read_text(encoding="utf-8"))
+        assert data["language"] == lang and data["stopwords"]
+
+
+def test_analyzer_is_thread_safe() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = ["Die Kündigungen der Mietverträge"] * 200
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda t: tuple(analyze(t, "de")), texts))
+    assert len(set(results)) == 1

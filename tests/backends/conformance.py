@@ -1,0 +1,161 @@
+"""The contract every SearchBackend must meet, run against each implementation.
+
+A backend's test class inherits :class:`BackendConformance` and provides a ``backend_index``
+fixture: a ``(backend, index_name)`` holding the mini fixture corpus, which the tests may modify
+(so it should be fresh per class). Results must agree with the embedded engine on the same corpus.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from service.backends.base import SearchBackend
+from service.corpus.model import Filters, LegalDoc
+from service.corpus.views import embedding_text
+from service.embeddings.cache import CachedEmbedder
+
+FILTER_CASES = [
+    Filters.of(law="OR"),
+    Filters.of(law=["OR", "ZGB"]),
+    Filters.of(kind="decision"),
+    Filters.of(kind=["leading_decision", "decision"]),
+    Filters.of(lang="zh"),
+    Filters.of(court="BGer"),
+    Filters.of(division="II. zivilrechtliche Abteilung"),
+    Filters.of(chamber="Kammer 1"),
+    Filters.of(case_type="Mietrecht"),
+    Filters.of(citation="Art. 41 OR"),
+    Filters.of(date_from="2016-01-01"),
+    Filters.of(date_from="2014-01-01", date_to="2018-12-31"),
+    Filters.of(date_to="2013-12-31", court="BGer"),
+    Filters.of(law="OR", kind="statute"),
+    Filters.of(law="no-such-law"),
+]
+QUERIES = [
+    ("Mein Vermieter gibt die Kaution nicht zurück", "de"),
+    ("用人单位辞退员工未通知工会", "zh"),
+    ("Someone negligently damaged my bicycle, must they pay compensation?", "en"),
+    ("abuse of rights good faith", "en"),
+]
+
+
+class BackendConformance:
+    """Inherit and provide the ``backend_index`` fixture."""
+
+    @pytest.fixture
+    def ctx(self, backend_index: tuple[SearchBackend, str], mini_docs: list[LegalDoc],
+            use_embedder: CachedEmbedder) -> tuple[SearchBackend, str, list[LegalDoc], CachedEmbedder]:
+        backend, name = backend_index
+        return backend, name, mini_docs, use_embedder
+
+    def test_counts_every_document(self, ctx) -> None:
+        backend, name, docs, _ = ctx
+        assert backend.count(name) == len(docs)
+        assert backend.exists(name)
+        assert backend.stats(name).documents == len(docs)
+
+    def test_bm25_finds_the_article_and_ranks_by_score(self, ctx) -> None:
+        backend, name, _, _ = ctx
+        hits = backend.bm25(name, "Mein Vermieter gibt die Kaution nicht zurück", k=5, lang="de")
+        ids = [h.doc_id for h in hits]
+        # Only a decision says "Kaution"; the statute says "Sicherheit" (the vocabulary gap agents bridge).
+        assert ids[0] == "4A_32/2018"
+        assert "SR220_Art257e_de" in [h.doc_id for h in backend.bm25(name, "Sicherheit des Mieters Sparkonto",
+                                                                      k=2, lang="de")]
+        assert [h.ranks["bm25"] for h in hits] == list(range(1, len(hits) + 1))
+        scores = [h.scores["bm25"] for h in hits]
+        assert scores == sorted(scores, reverse=True)
+
+    def test_bm25_segments_chinese(self, ctx) -> None:
+        backend, name, _, _ = ctx
+        hits = backend.bm25(name, "用人单位辞退员工未通知工会是否属于违法解除", k=3, lang="zh")
+        assert "17086" in [h.doc_id for h in hits]
+
+    def test_knn_returns_the_document_for_its_own_vector(self, ctx) -> None:
+        backend, name, docs, embedder = ctx
+        doc = next(d for d in docs if d.id == "SR220_Art41_de")
+        vector = embedder.embed_documents([embedding_text(doc)])[0]
+        hits = backend.knn(name, vector, k=3)
+        assert hits[0].doc_id == doc.id
+        assert hits[0].scores["knn"] == pytest.approx(1.0, abs=1e-3)
+        assert [h.ranks["knn"] for h in hits] == [1, 2, 3]
+
+    def test_probe_runs_both_retrievers(self, ctx) -> None:
+        backend, name, _, embedder = ctx
+        query = "Testament unter Drohung"
+        vector = embedder.embed_queries([query])[0]
+        bm25_hits, knn_hits = backend.probe(name, query, vector, k=4, lang="de")
+        assert bm25_hits and knn_hits
+        assert all("bm25" in h.scores for h in bm25_hits)
+        assert all("knn" in h.scores for h in knn_hits)
+
+    @pytest.mark.parametrize("filters", FILTER_CASES, ids=lambda f: str(f.to_dict()))
+    def test_filters_never_leak(self, ctx, filters: Filters) -> None:
+        backend, name, docs, embedder = ctx
+        matching = {d.id for d in docs if filters.matches(d)}
+        for query, lang in QUERIES:
+            for hit in backend.bm25(name, query, k=100, filters=filters, lang=lang):
+                assert hit.doc_id in matching, f"bm25 leaked {hit.doc_id} through {filters.to_dict()}"
+            vector = embedder.embed_queries([query])[0]
+            knn_ids = [h.doc_id for h in backend.knn(name, vector, k=len(docs) + 10, filters=filters)]
+            # Inside the retriever means k results among the matching documents, not k then filtered.
+            assert set(knn_ids) == matching
+
+    def test_fetch_returns_the_stored_documents(self, ctx) -> None:
+        backend, name, docs, _ = ctx
+        wanted = ["17086", "5A_666/2012", "SR220_Art257e_de", "missing-id"]
+        got = backend.fetch(name, wanted)
+        assert set(got) == {"17086", "5A_666/2012", "SR220_Art257e_de"}
+        by_id = {d.id: d for d in docs}
+        for doc_id, doc in got.items():
+            assert doc.text == by_id[doc_id].text
+            assert doc.citation == by_id[doc_id].citation
+            assert doc.kind == by_id[doc_id].kind
+            assert doc.date == by_id[doc_id].date
+
+    def test_deleted_document_is_gone_from_both_retrievers(self, ctx) -> None:
+        backend, name, docs, embedder = ctx
+        doc = next(d for d in docs if d.id == "SR220_Art56_de")
+        vector = embedder.embed_documents([embedding_text(doc)])[0]
+        assert backend.knn(name, vector, k=1)[0].doc_id == doc.id
+        assert backend.delete(name, [doc.id, "never-existed"]) == 1
+        assert doc.id not in [h.doc_id for h in backend.bm25(name, "Tierhalter Tier Schaden", k=50, lang="de")]
+        assert doc.id not in [h.doc_id for h in backend.knn(name, vector, k=len(docs))]
+        assert doc.id not in backend.fetch(name, [doc.id])
+        assert backend.count(name) == len(docs) - 1
+        report = backend.write(name, [doc], vector[None, :])  # restore for the other tests
+        assert report.indexed == 1 and backend.count(name) == len(docs)
+
+    def test_update_replaces_the_document(self, ctx) -> None:
+        backend, name, docs, embedder = ctx
+        doc = next(d for d in docs if d.id == "SR220_Art60_de")
+        changed = LegalDoc.from_dict({**doc.to_dict(), "text": "Zebrastreifen Quokka Verjährung"})
+        vector = embedder.embed_documents([embedding_text(changed)])
+        assert backend.write(name, [changed], vector).indexed == 1
+        assert backend.count(name) == len(docs)
+        assert backend.bm25(name, "Quokka", k=3, lang="de")[0].doc_id == doc.id
+        assert backend.fetch(name, [doc.id])[doc.id].text == changed.text
+        original = embedder.embed_documents([embedding_text(doc)])
+        backend.write(name, [doc], original)
+        assert backend.bm25(name, "Quokka", k=3, lang="de") == []
+
+    def test_agrees_with_the_embedded_engine(self, ctx, mini_embedded) -> None:
+        backend, name, _, embedder = ctx
+        reference, ref_name = mini_embedded
+        for query, lang in QUERIES:
+            ours = [h.doc_id for h in backend.bm25(name, query, k=5, lang=lang)]
+            theirs = [h.doc_id for h in reference.bm25(ref_name, query, k=5, lang=lang)]
+            assert ours[:1] == theirs[:1]
+            assert len(set(ours) & set(theirs)) >= min(len(theirs), 4)
+            vector = embedder.embed_queries([query])[0]
+            ours_knn = [h.doc_id for h in backend.knn(name, vector, k=5)]
+            theirs_knn = [h.doc_id for h in reference.knn(ref_name, vector, k=5)]
+            assert ours_knn == theirs_knn
+
+    def test_write_rejects_vectors_of_the_wrong_shape(self, ctx) -> None:
+        backend, name, docs, _ = ctx
+        from service.errors import InvalidInput
+
+        with pytest.raises(InvalidInput):
+            backend.write(name, docs[:2], np.zeros((2, 3), dtype=np.float32))

