@@ -72,6 +72,48 @@ class BackendSettings:
 
 
 @dataclass(frozen=True)
+class EngineSettings:
+    """Elasticsearch/OpenSearch specifics: index layout, bulk ingest, kNN, and attaching foreign indices."""
+
+    field_map: str = ""
+    """TOML/JSON file describing an existing index to search without re-indexing ('' = none); docs/BACKENDS.md."""
+    shards: int = 1
+    """Primary shards of new indices; 1 keeps BM25 statistics identical to the embedded engine's."""
+    replicas: int = 0
+    bulk_chunk: int = 500
+    """Documents per bulk request."""
+    bulk_retries: int = 4
+    """Re-sends of documents rejected with 429 or 5xx (or lost to a connection error), with backoff."""
+    bulk_backoff_s: float = 1.0
+    """First backoff; doubled on every retry."""
+    bulk_timeout_s: float = 120.0
+    """Timeout of one bulk, refresh or force-merge request."""
+    knn_candidates: int = 100
+    """HNSW beam width floor per kNN search (num_candidates on Elasticsearch)."""
+    hnsw_m: int = 32
+    hnsw_ef_construction: int = 128
+    synonyms_path: str = ""
+    """Synonym file in the engine's config folder, with {lang}, e.g. analysis/legal-synonyms-{lang}.txt."""
+    force_merge: bool = True
+    """Merge a rebuilt index to one segment before it goes live (faster kNN, exact BM25 statistics)."""
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.shards < 1 or self.replicas < 0:
+            out.append("engine.shards must be >= 1 and engine.replicas >= 0")
+        for name in ("bulk_chunk", "knn_candidates", "hnsw_m", "hnsw_ef_construction"):
+            if getattr(self, name) < 1:
+                out.append(f"engine.{name} must be at least 1")
+        if self.bulk_retries < 0 or self.bulk_backoff_s < 0 or self.bulk_timeout_s <= 0:
+            out.append("engine.bulk_retries and engine.bulk_backoff_s must be >= 0, engine.bulk_timeout_s positive")
+        if self.synonyms_path and "{lang}" not in self.synonyms_path:
+            out.append("engine.synonyms_path must contain {lang}, e.g. analysis/legal-synonyms-{lang}.txt")
+        if self.field_map and not Path(self.field_map).is_file():
+            out.append(f"engine.field_map file not found: {self.field_map}")
+        return out
+
+
+@dataclass(frozen=True)
 class EmbedderSettings:
     """Which embedding model turns text into vectors."""
 
@@ -134,11 +176,11 @@ class LlmSettings:
 class RetrievalSettings:
     """How BM25 and kNN are fused."""
 
-    fusion: str = "rrf"
-    """rrf or linear."""
+    fusion: str = "linear"
+    """linear (default: per-query z-scored scores, weighted sum) or rrf."""
     rrf_k: int = 60
-    bm25_weight: float = 1.0
-    knn_weight: float = 1.0
+    bm25_weight: float = 0.5
+    knn_weight: float = 0.5
     normalization: str = "zscore"
     """For linear fusion: minmax or zscore."""
     depth: int = 100
@@ -160,15 +202,253 @@ class RetrievalSettings:
         return out
 
 
+def parse_option_spec(spec: str) -> dict[str, str]:
+    """Parse a pipeline-options string ``"key=value;key=a,b"`` into ``{"key": "value", ...}``.
+
+    Values stay strings (comma lists included); the pipeline that reads them interprets them.
+
+    Raises:
+        ValueError: for an entry without ``=`` or with an empty key.
+
+    Example::
+
+        parse_option_spec("reranker=learned;agents=terminology,conditions")
+        # {'reranker': 'learned', 'agents': 'terminology,conditions'}
+    """
+    out: dict[str, str] = {}
+    for part in spec.split(";"):
+        if not part.strip():
+            continue
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"option {part.strip()!r} must look like key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@dataclass(frozen=True)
+class RoutingSettings:
+    """Complexity-aware routing (the ``routed`` pipeline); see docs/ROUTING.md.
+
+    Thresholds, weights and cut parameters stored with an index by ``lexsearch calibrate``
+    replace the values here while ``use_calibration`` is true.
+    """
+
+    thresholds: tuple[float, ...] = (0.25, 0.45, 0.7)
+    """Complexity at which tiers 1, 2 and 3 start (strictly increasing, inside (0, 1))."""
+    gamma: float = 0.5
+    """Weight of intrinsic complexity in the final score; the rest goes to retrieval consistency."""
+    base_weight: float = 0.3
+    """Weight of C_base (length) in intrinsic complexity; the rest goes to the five dimensions."""
+    gate_p: float = 1.5
+    gate_q: float = 0.3
+    rdi_k: int = 10
+    rdi_jaccard_weight: float = 0.7
+    qsi_a: float = 0.5
+    """QSI slope for indices without a stored calibration (the CoAL-RAG paper's value)."""
+    qsi_b: float = 12.5
+    tier0: str = "hybrid"
+    tier1: str = "hybrid+rerank"
+    tier2: str = "agentic"
+    tier3: str = "agentic"
+    tier0_options: str = ""
+    tier1_options: str = "reranker=learned"
+    tier2_options: str = ("reranker=learned;agents=terminology,conditions,supportive,repair;max_rounds=2;"
+                          "prefilter=0;citations=0;hyde=0")
+    tier3_options: str = ("reranker=auto;agents=terminology,conditions,decompose,supportive,repair;max_rounds=3;"
+                          "prefilter=1;citations=1;hyde=1")
+    """``reranker=auto`` means the LLM reranker when an LLM is configured, else the learned one."""
+    cut_sigma: float = 0.2
+    cut_min_k: int = 1
+    cut_max_k: int = 10
+    cut_depth: int = 50
+    """How many hits the chosen strategy ranks; the cut normalises scores over all of them."""
+    use_calibration: bool = True
+    llm_complexity: bool = True
+    """With an LLM configured, let it rate the five dimensions (falls back to the offline counts)."""
+    metadata_ttl_s: float = 60.0
+    """How long a process keeps an index's calibration before reading it again."""
+
+    def tier_pipelines(self) -> tuple[str, str, str, str]:
+        return (self.tier0, self.tier1, self.tier2, self.tier3)
+
+    def tier_options(self) -> tuple[dict[str, str], ...]:
+        return tuple(parse_option_spec(s) for s in
+                     (self.tier0_options, self.tier1_options, self.tier2_options, self.tier3_options))
+
+    def problems(self) -> list[str]:
+        out = []
+        t = self.thresholds
+        if len(t) != 3 or not all(0.0 < x < 1.0 for x in t) or not t[0] < t[1] < t[2]:
+            out.append(f"routing.thresholds must be three increasing numbers inside (0, 1), got {t}")
+        for name in ("gamma", "base_weight", "gate_q", "rdi_jaccard_weight"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                out.append(f"routing.{name} must be between 0 and 1")
+        if self.gate_p <= 0:
+            out.append("routing.gate_p must be positive")
+        if self.qsi_a <= 0:
+            out.append("routing.qsi_a must be positive")
+        if self.rdi_k < 3:
+            out.append("routing.rdi_k must be >= 3")
+        if not 0.0 < self.cut_sigma < 1.0:
+            out.append("routing.cut_sigma must be between 0 and 1")
+        if not 1 <= self.cut_min_k <= self.cut_max_k <= self.cut_depth:
+            out.append("routing needs 1 <= cut_min_k <= cut_max_k <= cut_depth")
+        for i, name in enumerate(self.tier_pipelines()):
+            if not name.strip():
+                out.append(f"routing.tier{i} must name a pipeline")
+            if name.strip() == "routed":
+                out.append(f"routing.tier{i} cannot be the routed pipeline itself")
+        for i, spec in enumerate((self.tier0_options, self.tier1_options, self.tier2_options, self.tier3_options)):
+            try:
+                parse_option_spec(spec)
+            except ValueError as exc:
+                out.append(f"routing.tier{i}_options: {exc}")
+        if self.metadata_ttl_s < 0:
+            out.append("routing.metadata_ttl_s must be >= 0")
+        return out
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    """The HTTP service (``lexsearch serve``): limits, budgets, authentication and traces."""
+
+    bind: str = "127.0.0.1:8080"
+    """host:port the production server listens on."""
+    workers: int = 2
+    """Server processes (each loads its own models); about one per core."""
+    threads: int = 4
+    """Request threads per server process."""
+    auth: bool = True
+    """Require an API key on /v1/*; false only for local development."""
+    default_pipeline: str = ""
+    """Pipeline of POST /v1/search when the request names none; '' = routed if registered, else hybrid."""
+    job_pipeline: str = ""
+    """Pipeline of POST /v1/jobs when the request names none; '' = agentic if registered, else the default."""
+    pipeline_modules: tuple[str, ...] = ()
+    """Extra modules imported by the API and the workers at start; they may call register_pipeline."""
+    sync_budget_s: float = 5.0
+    """Time a synchronous search may take; past it the answer is a job to poll (HTTP 202)."""
+    sync_threads: int = 8
+    """Searches running at once per server process."""
+    max_body_bytes: int = 10_000_000
+    """Largest accepted request body (ingest batches included)."""
+    max_k: int = 100
+    """Largest k a request may ask for."""
+    max_documents: int = 1000
+    """Most documents in one ingest request."""
+    default_rate_per_min: int = 60
+    """Rate limit of keys created without --rate."""
+    ready_timeout_s: float = 2.0
+    """Each /ready check (Redis, engine) gives up after this long."""
+    public_url: str = ""
+    """Base URL for status links (e.g. https://search.example.org); '' = the URL the client used."""
+    traces_url: str = ""
+    """OpenSearch/Elasticsearch URL receiving one trace document per search; '' = off."""
+    traces_engine: str = "opensearch"
+    """opensearch or elasticsearch: the client used for traces_url."""
+    traces_index: str = "lexsearch-traces"
+
+    def problems(self) -> list[str]:
+        out = []
+        host, _, port = self.bind.rpartition(":")
+        if not host or not port.isdigit():
+            out.append(f"api.bind must look like host:port, got {self.bind!r}")
+        for name in ("workers", "threads", "sync_threads", "max_k", "max_documents", "default_rate_per_min"):
+            if getattr(self, name) < 1:
+                out.append(f"api.{name} must be at least 1")
+        if self.sync_budget_s <= 0 or self.ready_timeout_s <= 0:
+            out.append("api.sync_budget_s and api.ready_timeout_s must be positive")
+        if self.max_body_bytes < 1024:
+            out.append("api.max_body_bytes must be at least 1024")
+        for url_name in ("public_url", "traces_url"):
+            url = getattr(self, url_name)
+            if url and not url.startswith(("http://", "https://")):
+                out.append(f"api.{url_name} must start with http:// or https://, got {url!r}")
+        if self.traces_engine not in ("opensearch", "elasticsearch"):
+            out.append(f"api.traces_engine must be opensearch or elasticsearch, not {self.traces_engine!r}")
+        return out
+
+
+@dataclass(frozen=True)
+class JobsSettings:
+    """Asynchronous jobs: the Redis that holds queue, job records and API keys, and the Celery workers."""
+
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    """Broker, result backend, job store, API keys and rate limits (needs appendonly, noeviction)."""
+    ttl_days: float = 7.0
+    """How long a finished job keeps its result; afterwards it reads as expired."""
+    tombstone_days: float = 30.0
+    """How long after that an expired job still answers 'expired' instead of 404."""
+    queue_timeout_s: float = 3600.0
+    """A job that has not started after this long expires instead of running."""
+    soft_time_limit_s: float = 300.0
+    """A job past this is stopped and fails with code time_limit."""
+    time_limit_s: float = 360.0
+    """Hard limit: the worker process running the job is killed."""
+    visibility_timeout_s: float = 7200.0
+    """Unacknowledged jobs of a dead worker are redelivered after this; must exceed the longest job."""
+    restore_interval_s: float = 10.0
+    """How often workers look for jobs of dead workers whose visibility timeout has passed."""
+    max_attempts: int = 5
+    """A job whose worker died this many times fails instead of running again."""
+    max_retries: int = 3
+    """Retries of a job step after a transient error (engine unavailable, Redis lost)."""
+    retry_backoff_s: float = 2.0
+    retry_backoff_max_s: float = 60.0
+    worker_concurrency: int = 2
+    worker_pool: str = "prefork"
+    """prefork (time limits enforced), threads or solo."""
+    parallel_steps: bool = True
+    """Run a round's independent rewrites of step-wise pipelines as parallel Celery tasks."""
+    llm_concurrency: int = 0
+    """LLM requests in flight across all workers; 0 = llm.max_concurrency."""
+    webhook_secret: str = ""
+    """HMAC-SHA256 key for webhook signatures; callback_url is refused while it is empty."""
+    webhook_timeout_s: float = 10.0
+    webhook_max_attempts: int = 8
+    webhook_backoff_s: float = 5.0
+    webhook_backoff_max_s: float = 900.0
+    webhook_allow_private: bool = False
+    """Allow callback URLs on loopback/private addresses (tests, single-host setups)."""
+
+    def problems(self) -> list[str]:
+        out = []
+        if not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
+            out.append(f"jobs.redis_url must start with redis://, rediss:// or unix://, got {self.redis_url!r}")
+        if self.ttl_days <= 0 or self.tombstone_days < 0:
+            out.append("jobs.ttl_days must be positive and jobs.tombstone_days >= 0")
+        if not 0 < self.soft_time_limit_s < self.time_limit_s:
+            out.append("jobs.soft_time_limit_s must be positive and below jobs.time_limit_s")
+        longest = self.time_limit_s + max(self.retry_backoff_max_s, self.webhook_backoff_max_s)
+        if self.visibility_timeout_s <= longest:
+            out.append("jobs.visibility_timeout_s must exceed jobs.time_limit_s plus the longest retry backoff, "
+                       "or running and delayed tasks would be delivered twice")
+        if self.restore_interval_s <= 0 or self.queue_timeout_s <= 0:
+            out.append("jobs.restore_interval_s and jobs.queue_timeout_s must be positive")
+        for name in ("max_attempts", "worker_concurrency", "webhook_max_attempts"):
+            if getattr(self, name) < 1:
+                out.append(f"jobs.{name} must be at least 1")
+        if self.max_retries < 0 or self.llm_concurrency < 0:
+            out.append("jobs.max_retries and jobs.llm_concurrency must be >= 0")
+        if self.worker_pool not in ("prefork", "threads", "solo"):
+            out.append(f"jobs.worker_pool must be prefork, threads or solo, not {self.worker_pool!r}")
+        return out
+
+
 @dataclass(frozen=True)
 class Settings:
     """All settings, frozen. Build with :func:`load_settings`."""
 
     index: IndexSettings = field(default_factory=IndexSettings)
     backend: BackendSettings = field(default_factory=BackendSettings)
+    engine: EngineSettings = field(default_factory=EngineSettings)
     embedder: EmbedderSettings = field(default_factory=EmbedderSettings)
     llm: LlmSettings = field(default_factory=LlmSettings)
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    api: ApiSettings = field(default_factory=ApiSettings)
+    jobs: JobsSettings = field(default_factory=JobsSettings)
+    routing: RoutingSettings = field(default_factory=RoutingSettings)
 
     def replace(self, **sections: Mapping[str, Any]) -> Settings:
         """A copy with some fields of some sections replaced, validated again."""

@@ -11,6 +11,7 @@ import json
 import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
@@ -19,6 +20,9 @@ from service.backends.base import IndexReport, SearchBackend
 from service.corpus.model import LegalDoc
 from service.corpus.views import embedding_text
 from service.embeddings.cache import CachedEmbedder
+
+if TYPE_CHECKING:
+    from service.backends._engine import EngineBackend
 
 WRITE_CHUNK = 4096
 
@@ -84,20 +88,53 @@ def rebuild_embedded(root: Path, name: str, embedder: CachedEmbedder, docs: Iter
     return report
 
 
+def rebuild_engine(backend: EngineBackend, name: str, embedder: CachedEmbedder, docs: Iterable[LegalDoc], *,
+                   language: str, progress: bool = False) -> IndexReport:
+    """Build the next version ``name-vN`` on an Elasticsearch/OpenSearch backend, then swap the alias ``name``.
+
+    Searches on ``name`` keep reading the old version until the atomic alias swap; older versions
+    are deleted afterwards. A build that indexes nothing (or raises) is discarded and the live
+    index stays as it was.
+
+    Raises:
+        LexsearchError: when documents were sent but none could be indexed.
+    """
+    from service.backends._requests import CorpusKind
+    from service.errors import LexsearchError
+
+    docs = list(docs)
+    kind = CorpusKind.of(d.kind for d in docs)
+    physical = backend.create_version(name, language=language, dim=embedder.dim, embedder=embedder.name, kind=kind)
+    try:
+        report = index_documents(backend, embedder, physical, docs, language=language, progress=progress)
+    except BaseException:
+        backend.discard(physical)
+        raise
+    if report.sent and not report.indexed:
+        backend.discard(physical)
+        first = next(iter(report.failed.items()), ("", "no reason given"))
+        raise LexsearchError(f"none of {report.sent} documents could be indexed, so {name!r} was left unchanged; "
+                             f"first failure: {first[0]}: {first[1]}")
+    backend.publish(name, physical)
+    return report
+
+
 def index_fingerprint(corpus_hash: str, embedder_name: str, extra: dict[str, object] | None = None) -> str:
     """A short hash naming an index built from this corpus with this configuration.
 
-    It covers the corpus bytes, the embedder, the analyzer definitions and the index format,
+    It covers the corpus bytes, the embedder, the analyzer definitions, the text views, the
+    citation extraction and the index format,
     so a change to any of them builds a new index instead of reusing a stale one.
     """
     from service.backends.embedded import FORMAT_VERSION
-    from service.corpus import views
+    from service.corpus import citations, views
 
     digest = hashlib.sha256()
     digest.update(corpus_hash.encode())
     digest.update(embedder_name.encode())
     digest.update(str(FORMAT_VERSION).encode())
     digest.update(Path(views.__file__).read_bytes())
+    digest.update(Path(citations.__file__).read_bytes())
     for path in sorted(analyzers_dir().glob("*.json")):
         digest.update(path.read_bytes())
     digest.update(json.dumps(extra or {}, sort_keys=True).encode())

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import Stemmer
 
+from service.analysis.compounds import CompoundSplitter
 from service.analysis.language import detect_language
 
 LANGUAGES: tuple[str, ...] = ("de", "fr", "it", "en", "zh")
@@ -54,17 +55,24 @@ class AnalyzerSpec:
     stemmer: str | None
     stopwords: frozenset[str]
     lowercase: bool = True
+    compound_words: frozenset[str] = frozenset()
+    """Word list for compound splitting (German); empty = no splitting."""
 
     @classmethod
     def load(cls, lang: str) -> AnalyzerSpec:
         path = analyzers_dir() / f"{lang}.json"
         data = json.loads(path.read_text(encoding="utf-8"))
+        words: frozenset[str] = frozenset()
+        if data.get("compound_words"):
+            text = (analyzers_dir() / data["compound_words"]).read_text(encoding="utf-8")
+            words = frozenset(w for w in text.split() if w)
         return cls(
             language=data["language"],
             tokenizer=data["tokenizer"],
             stemmer=data.get("stemmer"),
             stopwords=frozenset(data.get("stopwords", ())),
             lowercase=bool(data.get("lowercase", True)),
+            compound_words=words,
         )
 
 
@@ -75,6 +83,7 @@ class Analyzer:
         self.spec = spec
         self.lang = spec.language
         self._stemmer_local = threading.local()
+        self._splitter = CompoundSplitter(spec.compound_words) if spec.compound_words else None
         if spec.stemmer:
             Stemmer.Stemmer(spec.stemmer)  # fail early on an unknown stemmer name
 
@@ -99,8 +108,10 @@ class Analyzer:
         return _WORD.findall(text)
 
     def tokens(self, text: str) -> list[str]:
-        """Index terms: tokens without stopwords, stemmed where the language has a stemmer."""
+        """Index terms: tokens without stopwords, compounds followed by their parts, stemmed."""
         toks = [t for t in self.raw_tokens(text) if t not in self.spec.stopwords]
+        if self._splitter is not None:
+            toks = [part for t in toks for part in (t, *self._splitter.split(t))]
         stemmer = self._stemmer()
         if stemmer is not None:
             toks = stemmer.stemWords(toks)

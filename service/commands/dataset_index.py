@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
 from service.commands.common import info, progress_enabled
 from service.corpus.datasets import Dataset, LoadReport, load_corpus
 from service.errors import LexsearchError
-from service.indexing import index_documents, index_fingerprint, rebuild_embedded
+from service.indexing import index_fingerprint, rebuild_embedded, rebuild_engine
 from service.pipelines.build import Runtime
 
 
 def dataset_index_name(runtime: Runtime, dataset: Dataset) -> str:
     """The cache name of the dataset's index: corpus content hash plus configuration."""
-    fingerprint = index_fingerprint(dataset.content_hash(), runtime.embedder.name)
-    safe = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in dataset.path.resolve().name.lower())
+    fingerprint = index_fingerprint(dataset.content_hash(), runtime.embedder.name,
+                                    {"hnsw_min_docs": runtime.settings.backend.hnsw_min_docs})
+    # Named after the folder that really holds the corpus, so derived split folders (symlinked
+    # corpus) share the index of the dataset they came from.
+    home = dataset.corpus_files[0].resolve().parent.name.lower()
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in home)
     return f"eval-{safe}-{fingerprint}"
 
 
@@ -20,21 +29,47 @@ def ensure_dataset_index(runtime: Runtime, dataset: Dataset) -> str:
     """Build the dataset's index when it is missing, and return its name."""
     name = dataset_index_name(runtime, dataset)
     backend = runtime.backend
-    if backend.exists(name):
-        return name
+    if not backend.exists(name):
+        with _build_lock(runtime, name):
+            if not backend.exists(name):  # another process may have built it while we waited
+                _build(runtime, dataset, name)
+    # Label-free QSI calibration for routing, once per index (see service/routing/calibration.py).
+    if "qsi" not in backend.metadata(name):
+        from service.routing.calibration import ensure_qsi_quietly
+
+        info(ensure_qsi_quietly(backend, name, language=dataset.language))
+    return name
+
+
+@contextmanager
+def _build_lock(runtime: Runtime, name: str) -> Iterator[None]:
+    """Serialise builds of one dataset index across processes (embedded engine: a lock file)."""
+    if runtime.settings.backend.kind != "embedded":
+        yield
+        return
+    root = Path(runtime.settings.index.root)
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f".{name}.lock", "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _build(runtime: Runtime, dataset: Dataset, name: str) -> None:
+    backend = runtime.backend
     report = LoadReport()
     docs = load_corpus(dataset, report)
     info(f"building index {name} from {dataset.path} ({report.summary()})")
     if runtime.settings.backend.kind == "embedded":
-        from pathlib import Path
-
         result = rebuild_embedded(Path(runtime.settings.index.root), name, runtime.embedder, docs,
                                   language=dataset.language, hnsw_min_docs=runtime.settings.backend.hnsw_min_docs,
                                   progress=progress_enabled())
     else:
-        result = index_documents(backend, runtime.embedder, name, docs, language=dataset.language,
-                                 progress=progress_enabled())
+        # engines: a versioned index behind the alias `name`, swapped in only once complete
+        result = rebuild_engine(backend, name, runtime.embedder, docs, language=dataset.language,
+                                progress=progress_enabled())
     if result.failed:
         raise LexsearchError(f"{len(result.failed)} documents failed to index, e.g. "
                              f"{next(iter(result.failed.items()))}")
-    return name

@@ -30,6 +30,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="reranker for agentic pipelines")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="pipeline option, e.g. --option no_cliff=1 (repeatable)")
+    ablation = p.add_argument_group("routed pipeline ablations")
+    ablation.add_argument("--no-intrinsic", action="store_true", help="route on retrieval consistency only")
+    ablation.add_argument("--no-consistency", action="store_true", help="route on intrinsic complexity only")
+    ablation.add_argument("--no-cliff", action="store_true",
+                          help="return a fixed top-10 set instead of cutting at the score cliff")
     p.add_argument("--json", dest="json_out", metavar="OUT", help="write the results as JSON to this file")
     p.add_argument("--runs", metavar="DIR", help="write one TREC run file per pipeline into DIR")
     add_common_options(p)
@@ -64,10 +69,14 @@ def run(args: argparse.Namespace) -> int:
     options = parse_options(args.option)
     if args.reranker:
         options["reranker"] = args.reranker
+    for flag in ("no_intrinsic", "no_consistency", "no_cliff"):
+        if getattr(args, flag):
+            options[flag] = True
     filters = Filters.parse(args.filter) if args.filter else None
     results = []
     for name, pipeline in zip(names, pipelines, strict=True):
         info(f"evaluating {name} on {dataset.name}/{args.split} ({len(queries)} queries)")
+        runtime.embedder.clear_query_cache()  # each pipeline pays for its own query embeddings
         result, run_ = evaluate(pipeline, queries, qrels, index=index, k=args.k, filters=filters, options=options,
                                 max_query_chars=settings.retrieval.max_query_chars, progress=progress_enabled(),
                                 label=name)

@@ -8,7 +8,7 @@ from pathlib import Path
 from service.commands.common import add_common_options, info, progress_enabled, settings_from_args
 from service.corpus.datasets import Dataset, LoadReport, load_corpus, read_user_corpus
 from service.errors import InvalidInput
-from service.indexing import index_documents, rebuild_embedded
+from service.indexing import index_documents, rebuild_embedded, rebuild_engine
 from service.pipelines.build import Runtime
 
 
@@ -57,6 +57,11 @@ def run(args: argparse.Namespace) -> int:
         info(f"indexing {len(docs)} documents into {where}")
         result = rebuild_embedded(Path(settings.index.root), name, runtime.embedder, docs, language=language,
                                   hnsw_min_docs=settings.backend.hnsw_min_docs, progress=progress_enabled())
+    elif not args.update:
+        info(f"indexing {len(docs)} documents into a new version of {name!r} ({settings.backend.kind}); "
+             "the alias moves to it when it is complete")
+        result = rebuild_engine(runtime.backend, name, runtime.embedder, docs, language=language,
+                                progress=progress_enabled())
     else:
         info(f"indexing {len(docs)} documents into index {name!r} ({settings.backend.kind})")
         result = index_documents(runtime.backend, runtime.embedder, name, docs, language=language,
@@ -68,4 +73,8 @@ def run(args: argparse.Namespace) -> int:
         for doc_id, reason in list(result.failed.items())[:50]:
             info(f"  {doc_id}: {reason}")
         return 1
+    from service.routing.calibration import ensure_qsi_quietly
+
+    # The corpus changed, so its BM25 score scale may have too: recalibrate routing's QSI.
+    info(ensure_qsi_quietly(runtime.backend, name, language=language, force=True))
     return 0

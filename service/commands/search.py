@@ -14,7 +14,7 @@ from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
 from service.retrieval.snippets import make_snippet
 
-DEFAULT_PIPELINE = "hybrid"
+DEFAULT_PIPELINE = "routed"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -51,7 +51,7 @@ class LegalDoc:
         if not isinstance(self.kind, DocKind):
             object.__setattr__(self, "kind", DocKind(self.kind))
         if self.date:
-            Date.fromisoformat(self.date)  # raises ValueError on a malformed date
+            _check_date("date", self.date)
         if not isinstance(self.cites, tuple):
             object.__setattr__(self, "cites", tuple(self.cites))
 
@@ -175,6 +175,15 @@ class Hit:
         return out
 
 
+def _check_date(name: str, value: str) -> None:
+    try:
+        Date.fromisoformat(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an ISO date (YYYY-MM-DD), got {value!r}") from None
+    if len(value) != 10:
+        raise ValueError(f"{name} must be an ISO date (YYYY-MM-DD), got {value!r}")
+
+
 def _finite(value: float) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
@@ -208,9 +217,9 @@ class Filters:
                 )
             if not values:
                 raise ValueError(f"filter {name!r} needs at least one value")
-        for bound in (self.date_from, self.date_to):
+        for name, bound in (("date_from", self.date_from), ("date_to", self.date_to)):
             if bound:
-                Date.fromisoformat(bound)
+                _check_date(name, bound)
 
     @classmethod
     def of(cls, date_from: str | None = None, date_to: str | None = None, **terms: str | list[str]) -> Filters:

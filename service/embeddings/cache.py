@@ -132,6 +132,11 @@ class CachedEmbedder:
                     self._queries.popitem(last=False)
         return out
 
+    def clear_query_cache(self) -> None:
+        """Forget cached query vectors (benchmarks time each pipeline from a cold query cache)."""
+        with self._lock:
+            self._queries.clear()
+
     def embed_documents(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         """Vectors for ``texts``; only texts missing from the disk cache reach the model."""
         keys = [text_key("doc", t) for t in texts]

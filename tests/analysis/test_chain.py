@@ -77,3 +77,11 @@ def test_analyzer_is_thread_safe() -> None:
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda t: tuple(analyze(t, "de")), texts))
     assert len(set(results)) == 1
+
+
+def test_german_compounds_keep_the_word_and_add_its_parts() -> None:
+    tokens = analyze("Mietkaution", "de")
+    assert tokens[0] == "mietkaution"
+    assert {"miet", "kaution"} <= set(tokens)
+    assert "kaution" in analyze("Kündigungsfrist der Mietkaution", "de")
+    assert analyze("Kaution", "de") == ["kaution"]  # not a compound: unchanged

@@ -23,7 +23,7 @@ def test_from_dict_keeps_known_fields_and_moves_the_rest_to_meta() -> None:
     ({"id": "a b", "text": "x"}, "whitespace"),
     ({"id": "a"}, "missing field 'text'"),
     ({"id": "a", "text": "x", "kind": "opinion"}, "opinion"),
-    ({"id": "a", "text": "x", "date": "2020-13-01"}, "month"),
+    ({"id": "a", "text": "x", "date": "2020-13-01"}, "ISO date"),
     ({"id": "a", "text": ["x"]}, "must be a string"),
     ({"id": "a", "text": "x", "cites": "Art. 1 ZGB"}, "list of strings"),
 ])

@@ -1,0 +1,40 @@
+# lexsearch: the two set-up commands of the README are `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+INDEX ?= var/indices/swiss
+QUESTION ?= Mein Vermieter gibt mir die Kaution nach dem Auszug nicht zurück. Was kann ich tun?
+
+.PHONY: demo test install install-dev system-deps lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+## install: the package and its runtime dependencies into .venv
+install: $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+
+## install-dev: plus test tools and the sentence-transformers extra (torch, CPU)
+install-dev: $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[st,dev]'
+
+## system-deps: Debian packages the tests start for real (Redis); OpenSearch comes from Maven via scripts/
+system-deps:
+	@command -v redis-server >/dev/null || (apt-get update -qq && apt-get install -y -qq redis-server >/dev/null)
+
+## demo: index the shipped Swiss law excerpt with the embedded engine and answer an example question
+demo: install
+	$(BIN)/lexsearch index --data examples/swiss-excerpt --index $(INDEX)
+	$(BIN)/lexsearch search "$(QUESTION)" --index $(INDEX) --top 5
+
+## test: the whole test suite, starting what it needs (Redis, OpenSearch, Celery workers)
+test: system-deps install-dev
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q
+
+lint: $(BIN)/python
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf var/indices var/embedding-cache .pytest_cache

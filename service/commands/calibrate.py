@@ -1,0 +1,183 @@
+"""``lexsearch calibrate``: fit routing thresholds, gamma and the score-cliff cut on a training split.
+
+For every query of the split (``fit`` for our derived splits) it runs the routed pipeline's probe
+once, records both complexity parts, then runs every tier's strategy on the same probe and records
+Recall@10, latency and the ranking. Grid searches (``service.routing.tuning``) then pick the
+thresholds and gamma with the best Recall@10 within a latency budget, and the cut parameters with
+the best set F1. The result is written into the index's metadata (entry ``routing``), next to the
+label-free QSI calibration (entry ``qsi``, made first when missing).
+
+It refuses evaluation splits (dev, test, ...): calibration must never see them.
+
+Example::
+
+    lexsearch calibrate --data data/stard-split --split fit --limit 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from service.commands.common import add_common_options, info, progress_enabled, settings_from_args
+from service.commands.dataset_index import ensure_dataset_index
+from service.corpus.datasets import Dataset
+from service.corpus.model import Query
+from service.errors import InvalidInput
+from service.evaluation import metrics
+from service.pipelines.base import SearchRequest
+from service.pipelines.build import Runtime
+from service.routing.calibration import ensure_qsi_calibration
+from service.routing.router import CALIBRATION_KEY
+from service.routing.tuning import CutChoice, FitData, RoutingChoice, routed_rankings, search_cut, search_routing
+
+EVALUATION_SPLITS = frozenset({"dev", "test", "eval", "evaluation", "validation", "valid", "heldout", "held-out"})
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("calibrate", help="fit routing thresholds and the score cliff on a training split",
+                              description="Grid-search the routed pipeline's thresholds, gamma and score-cliff "
+                                          "parameters on a TRAINING split and store them with the index. "
+                                          "Evaluation splits (dev, test) are refused.")
+    p.add_argument("--data", required=True, help="dataset folder (corpus*.jsonl, queries.<split>.tsv, qrels)")
+    p.add_argument("--split", required=True, help="training split, e.g. fit or train")
+    p.add_argument("--limit", type=int, default=0, help="use only the first N queries (0 = all)")
+    p.add_argument("--latency-budget", type=float, default=0.4,
+                   help="mean latency allowed, as a share of always running the top tier (default 0.4)")
+    p.add_argument("--dry-run", action="store_true", help="print the choice without storing it")
+    p.add_argument("--json", dest="json_out", metavar="OUT", help="also write the calibration as JSON to OUT")
+    add_common_options(p)
+    p.set_defaults(run=run)
+
+
+def check_training_split(split: str) -> None:
+    """Refuse evaluation splits.
+
+    Raises:
+        InvalidInput: when ``split`` names a dev/test-like split.
+    """
+    if split.strip().lower() in EVALUATION_SPLITS:
+        raise InvalidInput(f"calibrate fits on training data only; {split!r} is an evaluation split. "
+                           "Use the fit or train split.")
+
+
+def collect_fit_data(pipe: Any, queries: Sequence[Query], qrels: dict[str, set[str]], *, index: str,
+                     progress: bool = False) -> FitData:
+    """Run the probe once and every tier's strategy on it, for each query (see the module docstring).
+
+    ``pipe`` is the :class:`~service.pipelines.routed.RoutedPipeline`. Strategies with the same
+    pipeline and options run once per query and share their result.
+    """
+    from service.pipelines.routed import RoutedOptions
+    from service.tracing import Stopwatch
+
+    tiers = len(pipe.router.strategies)
+    c_int, c_con = [], []
+    recall = [[] for _ in range(tiers)]
+    latency = [[] for _ in range(tiers)]
+    rankings: list[list[list[tuple[str, float]]]] = [[] for _ in range(tiers)]
+    relevant = []
+    params = pipe.params(index)
+    max_chars = pipe.settings.retrieval.max_query_chars
+    for query in tqdm(queries, desc="calibrate", unit="q", disable=not progress, leave=False):
+        request = SearchRequest(query=query.text[:max_chars], index=index, k=max(10, params.cut_depth),
+                                lang=query.lang, qid=query.qid)
+        start = time.perf_counter()
+        probe = pipe.probe(request, params, Stopwatch())
+        report = pipe.assess(request, probe, params, RoutedOptions())
+        common_ms = (time.perf_counter() - start) * 1000.0
+        rel = qrels.get(query.qid, set())
+        relevant.append(rel)
+        c_int.append(report.c_intrinsic)
+        c_con.append(report.c_consistency)
+        done: dict[str, tuple[list[tuple[str, float]], float]] = {}
+        for tier in range(tiers):
+            strategy = pipe.router.strategy(tier)
+            key = json.dumps([strategy.pipeline, strategy.options], sort_keys=True)
+            if key not in done:
+                begin = time.perf_counter()
+                outcome = pipe.run_strategy(tier, request, probe, params)
+                done[key] = ([(h.doc_id, h.score) for h in outcome.hits], (time.perf_counter() - begin) * 1000.0)
+            ranking, ms = done[key]
+            rankings[tier].append(ranking)
+            recall[tier].append(metrics.recall_at([d for d, _ in ranking], rel, 10))
+            latency[tier].append(common_ms + ms)
+    return FitData(c_intrinsic=np.asarray(c_int, dtype=np.float64), c_consistency=np.asarray(c_con, dtype=np.float64),
+                   recall=np.asarray(recall, dtype=np.float64), latency_ms=np.asarray(latency, dtype=np.float64),
+                   rankings=rankings, relevant=relevant)
+
+
+def calibration_entry(routing: RoutingChoice, cut: CutChoice, *, dataset: str, split: str,
+                      queries: int) -> dict[str, Any]:
+    """The ``routing`` metadata entry stored with the index."""
+    return {
+        "thresholds": list(routing.thresholds),
+        "gamma": routing.gamma,
+        "cut": {"sigma": cut.sigma, "min_k": cut.min_k, "max_k": cut.max_k},
+        "fit": {"routing": routing.to_dict(), "cut": cut.to_dict()},
+        "calibrated_on": {"dataset": dataset, "split": split, "queries": queries,
+                          "date": time.strftime("%Y-%m-%dT%H:%M:%S")},
+        "method": "grid-v1",
+    }
+
+
+def calibrate(runtime: Runtime, dataset: Dataset, split: str, *, limit: int = 0, latency_budget: float = 0.4,
+              store: bool = True, progress: bool = False) -> dict[str, Any]:
+    """Calibrate routing for the dataset's index on ``split`` and (unless ``store`` is false) store it.
+
+    Returns:
+        The stored ``routing`` entry.
+
+    Raises:
+        InvalidInput: for an evaluation split, an empty split, or a bad budget.
+    """
+    check_training_split(split)
+    if not 0.0 < latency_budget <= 1.0:
+        raise InvalidInput("--latency-budget must be in (0, 1]")
+    queries = dataset.queries(split)
+    qrels = dataset.qrels(split)
+    if limit:
+        queries = queries[:limit]
+    if not queries:
+        raise InvalidInput(f"split {split!r} of {dataset.path} has no queries")
+    index = ensure_dataset_index(runtime, dataset)
+    ensure_qsi_calibration(runtime.backend, index, language=dataset.language)
+    pipe = runtime.pipeline("routed")
+    pipe.forget_params(index)  # type: ignore[attr-defined]
+    data = collect_fit_data(pipe, queries, qrels, index=index, progress=progress)
+    routing = search_routing(data, latency_budget=latency_budget)
+    cut = search_cut(routed_rankings(data, routing), data.relevant)
+    entry = calibration_entry(routing, cut, dataset=dataset.name, split=split, queries=len(queries))
+    if store:
+        runtime.backend.update_metadata(index, **{CALIBRATION_KEY: entry})
+        pipe.forget_params(index)  # type: ignore[attr-defined]
+    return entry
+
+
+def run(args: argparse.Namespace) -> int:
+    check_training_split(args.split)
+    settings = settings_from_args(args)
+    runtime = Runtime(settings)
+    dataset = Dataset(args.data)
+    entry = calibrate(runtime, dataset, args.split, limit=args.limit, latency_budget=args.latency_budget,
+                      store=not args.dry_run, progress=progress_enabled())
+    fit = entry["fit"]
+    r, c = fit["routing"], fit["cut"]
+    print(f"thresholds {entry['thresholds']}  gamma {entry['gamma']}  "
+          f"tier shares {r['tier_shares']}  feasible {r['feasible']}")
+    print(f"fit R@10 {r['fit_recall@10']:.4f} at {r['fit_latency_ms']:.1f} ms mean "
+          f"(top tier always: {r['reference_recall@10']:.4f} at {r['reference_latency_ms']:.1f} ms)")
+    print(f"cut sigma {entry['cut']['sigma']} min_k {entry['cut']['min_k']} max_k {entry['cut']['max_k']}: "
+          f"set F1 {c['fit_set']['f1']:.4f} (fixed top-10: {c['fit_fixed10_f1']:.4f})")
+    info("not stored (--dry-run)" if args.dry_run else "stored with the index (metadata entry 'routing')")
+    if args.json_out:
+        with open(args.json_out, "w", encoding="utf-8") as fh:
+            json.dump(entry, fh, ensure_ascii=False, indent=1)
+            fh.write("\n")
+    return 0

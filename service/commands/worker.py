@@ -1,0 +1,42 @@
+"""``lexsearch worker``: a Celery worker that runs search and ingest jobs."""
+
+from __future__ import annotations
+
+import argparse
+
+from service.commands.common import add_common_options, info, settings_from_args
+from service.logs import configure_json_logging
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("worker", help="run a job worker",
+                              description="Run a Celery worker for search and ingest jobs. Start several, on "
+                                          "any hosts that reach Redis (jobs.redis_url) and the engine.")
+    p.add_argument("--concurrency", type=int, help="jobs at once (default: jobs.worker_concurrency)")
+    p.add_argument("--pool", choices=["prefork", "threads", "solo"],
+                   help="execution pool (default: jobs.worker_pool; only prefork enforces time limits)")
+    p.add_argument("--hostname", help="worker name (default: lexsearch@<host>)")
+    p.add_argument("--redis-url", help="broker and job store (default: jobs.redis_url)")
+    p.add_argument("--log-level", default="INFO", help="log level of the JSON logs on stderr (default INFO)")
+    add_common_options(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from workers.celery_app import QUEUE, make_celery
+
+    settings = settings_from_args(args)
+    if args.redis_url:
+        settings = settings.replace(jobs={"redis_url": args.redis_url})
+    jobs = settings.jobs
+    concurrency = args.concurrency or jobs.worker_concurrency
+    pool = args.pool or jobs.worker_pool
+    configure_json_logging(args.log_level)
+    app = make_celery(settings)
+    argv = ["worker", "--queues", QUEUE, "--concurrency", str(concurrency), "--pool", pool,
+            "--loglevel", args.log_level.upper(), "--without-gossip", "--without-mingle"]
+    if args.hostname:
+        argv += ["--hostname", args.hostname]
+    info(f"lexsearch worker: {pool} pool x {concurrency}, queue {QUEUE!r}")
+    app.worker_main(argv)
+    return 0

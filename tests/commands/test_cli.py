@@ -1,0 +1,171 @@
+"""The CLI end to end on the mini fixture: happy paths, the --json contract, and bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from service.cli import main
+from tests.support.corpus import MINI
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, embedding_cache_dir) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("cli")
+    return {"LEXSEARCH_EMBEDDER_CACHE_DIR": str(embedding_cache_dir), "LEXSEARCH_INDEX_ROOT": str(root / "indices"),
+            "LEXSEARCH_PROGRESS": "0", "root": str(root)}
+
+
+@pytest.fixture(scope="module")
+def indexed(env) -> str:
+    path = str(Path(env["root"]) / "mini-index")
+    mp = pytest.MonkeyPatch()
+    for key, value in env.items():
+        if key.startswith("LEXSEARCH_"):
+            mp.setenv(key, value)
+    assert main(["index", "--data", str(MINI), "--index", path]) == 0
+    yield path
+    mp.undo()
+
+
+@pytest.fixture
+def cli(env, monkeypatch, capsys):
+    for key, value in env.items():
+        if key.startswith("LEXSEARCH_"):
+            monkeypatch.setenv(key, value)
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main(list(argv))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+    return run
+
+
+def test_search_prints_citations_with_highlighted_snippets(cli, indexed) -> None:
+    code, out, _ = cli("search", "Testament unter Drohung errichtet", "--index", indexed, "--top", "3")
+    assert code == 0
+    assert "Art. 469 ZGB" in out or "5A_666/2012" in out
+    assert "«Drohung»" in out
+
+
+def test_search_json_has_scores_snippets_and_trace(cli, indexed) -> None:
+    code, out, _ = cli("search", "用人单位辞退员工未通知工会", "--index", indexed, "--json", "--explain",
+                       "--pipeline", "hybrid")
+    assert code == 0
+    data = json.loads(out)
+    assert data["pipeline"] == "hybrid"
+    top = data["hits"][0]
+    assert {"rank", "doc_id", "citation", "score", "scores", "ranks", "snippet"} <= set(top)
+    assert "<em>" in "".join(h["snippet"] for h in data["hits"])
+    assert "timings_ms" in data["trace"]
+
+
+def test_filter_restricts_results(cli, indexed) -> None:
+    code, out, _ = cli("search", "Schaden ersetzen", "--index", indexed, "--json", "--filter", "kind=decision",
+                       "--filter", "date_from=2017-01-01")
+    assert code == 0
+    ids = {h["doc_id"] for h in json.loads(out)["hits"]}
+    assert ids and ids <= {"4A_32/2018", "6B_1/2019"}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["search", "   "], "the query is empty"),
+    (["search", "x" * 10_000], "the limit is"),
+    (["search", "Kaution", "--filter", "colour=red"], "unknown filter field 'colour'"),
+    (["search", "Kaution", "--filter", "law"], "must look like field=value"),
+    (["search", "Kaution", "--filter", "date_from=yesterday"], "date_from must be an ISO date"),
+    (["search", "Kaution", "--pipeline", "magic"], "unknown pipeline 'magic'"),
+    (["search", "Kaution", "--top", "0"], "k must be between"),
+])
+def test_bad_search_input_is_a_clear_error(cli, indexed, argv, message) -> None:
+    code, out, err = cli(*argv, "--index", indexed)
+    assert code == 2
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_missing_index_folder(cli, env) -> None:
+    code, _, err = cli("search", "Kaution", "--index", str(Path(env["root"]) / "nowhere"))
+    assert code == 2 and "no index named 'nowhere'" in err
+
+
+def test_corrupt_index_folder(cli, env, indexed) -> None:
+    broken = Path(env["root"]) / "broken"
+    broken.mkdir()
+    (broken / "manifest.json").write_text('{"format_version": 1, "state": "ready"')
+    code, _, err = cli("search", "Kaution", "--index", str(broken))
+    assert code == 2 and "unreadable manifest" in err
+
+
+def test_missing_data_folder(cli, env) -> None:
+    code, _, err = cli("index", "--data", "/no/such/folder", "--index", str(Path(env["root"]) / "x"))
+    assert code == 2 and "data folder not found: /no/such/folder" in err
+
+
+def test_malformed_corpus_lines_are_listed_at_the_end(cli, env, tmp_path) -> None:
+    data = tmp_path / "bad"
+    data.mkdir()
+    good = json.dumps({"id": "a1", "citation": "Art. 1 OR", "text": "Der Vertrag kommt zustande", "lang": "de"})
+    (data / "corpus.jsonl").write_text("\n".join([good, "{oops", json.dumps({"id": "b"}), good.replace("a1", "a2")]))
+    code, _, err = cli("index", "--data", str(data), "--index", str(tmp_path / "idx"))
+    assert code == 0
+    assert "skipped 2 malformed line(s)" in err
+    assert "corpus.jsonl:2: invalid JSON" in err and "corpus.jsonl:3: missing field 'text'" in err
+    assert "indexed 2 of 2 documents" in err
+
+
+def test_corpus_without_any_valid_document_is_an_error(cli, tmp_path) -> None:
+    data = tmp_path / "empty"
+    data.mkdir()
+    (data / "corpus.jsonl").write_text("{oops\n")
+    code, _, err = cli("index", "--data", str(data), "--index", str(tmp_path / "idx"))
+    assert code == 2 and "no valid document" in err and "corpus.jsonl:1" in err
+
+
+def test_eval_prints_a_table_and_writes_the_json_contract(cli, tmp_path) -> None:
+    out_file = tmp_path / "results.json"
+    code, out, _ = cli("eval", "--data", str(MINI), "--split", "dev", "--pipeline", "bm25,dense,hybrid",
+                       "--json", str(out_file), "--runs", str(tmp_path / "runs"))
+    assert code == 0
+    assert "R@10" in out and "hybrid" in out
+    results = json.loads(out_file.read_text())
+    assert [r["pipeline"] for r in results] == ["bm25", "dense", "hybrid"]
+    for r in results:
+        assert {"pipeline", "queries", "recall@10", "recall@100", "mrr@10", "ndcg@10", "latency_ms"} <= set(r)
+        assert set(r["latency_ms"]) == {"p50", "p95", "mean"}
+        assert r["queries"] == 8 and 0 <= r["recall@10"] <= 1
+    assert results[2]["recall@10"] >= 0.5
+    assert len(list((tmp_path / "runs").glob("*.run"))) == 3
+
+
+def test_eval_reuses_the_cached_dataset_index(cli, tmp_path, env) -> None:
+    assert cli("eval", "--data", str(MINI), "--split", "dev", "--pipeline", "bm25")[0] == 0
+    indices = sorted(p.name for p in Path(env["LEXSEARCH_INDEX_ROOT"]).iterdir() if not p.name.startswith("."))
+    assert cli("eval", "--data", str(MINI), "--split", "dev", "--pipeline", "bm25")[0] == 0
+    assert sorted(p.name for p in Path(env["LEXSEARCH_INDEX_ROOT"]).iterdir() if not p.name.startswith(".")) \
+        == indices
+    assert len(indices) == 1 and indices[0].startswith("eval-mini-")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["eval", "--data", str(MINI), "--split", "test"], "no split 'test'"),
+    (["eval", "--data", str(MINI), "--split", "dev", "--pipeline", "bm25,nope"], "unknown pipeline 'nope'"),
+    (["eval", "--data", str(MINI), "--split", "dev", "--k", "5"], "--k must be at least 10"),
+])
+def test_bad_eval_input(cli, argv, message) -> None:
+    code, _, err = cli(*argv)
+    assert code == 2 and message in err
+
+
+def test_the_installed_command_never_prints_a_traceback(env) -> None:
+    result = subprocess.run([sys.executable, "-m", "service.cli", "search", "", "--index", env["root"] + "/none"],
+                            capture_output=True, text=True, timeout=60,
+                            env={**{k: v for k, v in env.items() if k.startswith("LEXSEARCH_")}, "PATH": "/usr/bin"})
+    assert result.returncode == 2
+    assert "the query is empty" in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,43 @@
+"""Indexing: incremental updates embed only what changed; a rebuild swaps atomically."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.backends.embedded import EmbeddedBackend
+from service.corpus.model import LegalDoc
+from service.embeddings.cache import CachedEmbedder
+from service.embeddings.use import UseEmbedder
+from service.indexing import index_documents, rebuild_embedded
+
+pytestmark = pytest.mark.unit
+
+
+def test_updating_one_document_embeds_only_that_document(tmp_path, mini_docs) -> None:
+    embedder = CachedEmbedder(UseEmbedder(threads=1), tmp_path / "cache")
+    backend = EmbeddedBackend(tmp_path / "idx")
+    index_documents(backend, embedder, "mini", mini_docs, language="")
+    assert embedder.computed == len(mini_docs)
+    changed = [LegalDoc.from_dict({**d.to_dict(), "text": d.text + " (geändert)"}) if d.id == "SR220_Art41_de"
+               else d for d in mini_docs]
+    report = index_documents(backend, embedder, "mini", changed, language="")
+    assert report.indexed == len(mini_docs)
+    assert embedder.computed == len(mini_docs) + 1
+    assert backend.count("mini") == len(mini_docs)
+    assert backend.fetch("mini", ["SR220_Art41_de"])["SR220_Art41_de"].text.endswith("(geändert)")
+
+
+def test_citations_are_extracted_into_cites(mini_embedded) -> None:
+    backend, name = mini_embedded
+    decision = backend.fetch(name, ["4A_32/2018"])["4A_32/2018"]
+    assert "OR art. 257d" in decision.cites and "BGE 142 III 100" in decision.cites
+
+
+def test_rebuild_swaps_in_place(tmp_path, mini_docs, use_embedder) -> None:
+    rebuild_embedded(tmp_path, "mini", use_embedder, mini_docs[:5], language="", hnsw_min_docs=1000)
+    reader = EmbeddedBackend(tmp_path)
+    assert reader.count("mini") == 5
+    rebuild_embedded(tmp_path, "mini", use_embedder, mini_docs, language="", hnsw_min_docs=1000)
+    assert reader.count("mini") == len(mini_docs)
+    assert reader.list_indices() == ["mini"]
+    assert reader.manifest("mini")["name"] == "mini"
