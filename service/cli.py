@@ -15,7 +15,7 @@ import traceback
 
 from service.errors import LexsearchError
 
-COMMANDS = ("index", "search", "evaluate", "split", "train", "calibrate", "keys", "serve", "worker")
+COMMANDS = ("index", "delete", "search", "evaluate", "split", "train", "calibrate", "keys", "serve", "worker")
 
 
 def build_parser() -> argparse.ArgumentParser:

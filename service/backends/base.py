@@ -106,5 +106,11 @@ class SearchBackend(Protocol):
     def exists(self, name: str) -> bool:
         """Whether the index exists."""
 
+    def metadata(self, name: str) -> dict[str, Any]:
+        """Facts stored with the index (e.g. ``calibration`` for routing); ``{}`` when none."""
+
+    def update_metadata(self, name: str, **fields: Any) -> None:
+        """Store or replace top-level entries of the index's metadata."""
+
     def scan(self, name: str) -> Iterator[LegalDoc]:
         """Every live document, in no particular order (for re-indexing and vocabulary building)."""

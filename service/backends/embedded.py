@@ -22,6 +22,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -107,27 +108,38 @@ class _FilterColumns:
         return mask
 
 
+@dataclass(frozen=True)
+class _Snapshot:
+    """Everything a search reads, loaded together and replaced as a whole after each write.
+
+    A search takes the current snapshot once and uses only it, so it never mixes an old id map
+    with a new BM25 index while another thread or process writes.
+    """
+
+    manifest: dict[str, Any]
+    mtime: float
+    tantivy: tantivy.Index
+    schema: tantivy.Schema
+    vectors: Any
+    ids: list[str | None]
+    iid_of: dict[str, int]
+    columns: _FilterColumns
+
+
 class EmbeddedIndex:
     """One index folder. Opened by :class:`EmbeddedBackend`; not usually built directly.
 
-    Reads are thread-safe. Writes take a process-local lock and, across processes, a lock file
-    held for the duration of one :meth:`write` or :meth:`delete`. Readers in other processes
-    notice a new ``generation`` in the manifest and reopen.
+    Reads are thread-safe and lock-free (see :class:`_Snapshot`). Writes take a process-local
+    lock and, across processes, a lock file held for the duration of one :meth:`write` or
+    :meth:`delete`. Readers in other processes notice the new manifest and reopen.
     """
 
     def __init__(self, path: Path, *, hnsw_min_docs: int = 20_000) -> None:
         self.path = path
         self.hnsw_min_docs = hnsw_min_docs
         self._lock = threading.RLock()
-        self._manifest: dict[str, Any] = {}
-        self._manifest_mtime = 0.0
-        self._tantivy: tantivy.Index | None = None
-        self._schema: tantivy.Schema | None = None
-        self._faiss: Any = None
-        self._ids: list[str | None] = []
-        self._iid_of: dict[str, int] = {}
-        self._columns = _FilterColumns()
-        self._db: sqlite3.Connection | None = None
+        self._snap: _Snapshot | None = None
+        self._local = threading.local()
 
     # ----- lifecycle -----------------------------------------------------------------------------
 
@@ -158,12 +170,12 @@ class EmbeddedIndex:
                 "state": "ready",
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
                 "updated": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                "calibration": {},
+                "meta": {},
             }
-            index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
-            self._write_faiss(index)
+            self._write_faiss(faiss.IndexIDMap2(faiss.IndexFlatIP(dim)))
             db = sqlite3.connect(self.path / "docs.sqlite")
             with db:
+                db.execute("PRAGMA journal_mode=WAL")
                 db.execute(
                     "CREATE TABLE IF NOT EXISTS docs (iid INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, "
                     "doc TEXT NOT NULL, date INTEGER NOT NULL DEFAULT 0, "
@@ -185,9 +197,10 @@ class EmbeddedIndex:
         builder.add_integer_field("date", stored=False, indexed=True, fast=True)
         return builder.build()
 
-    def _open(self) -> None:
-        """(Re)load everything from disk."""
+    def _open(self) -> _Snapshot:
+        """Load a fresh snapshot from disk and make it current."""
         try:
+            mtime = self.manifest_path.stat().st_mtime
             manifest = json.loads(self.manifest_path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise IndexNotFound(f"no index at {self.path} (manifest.json missing)") from None
@@ -203,48 +216,63 @@ class EmbeddedIndex:
                 f"index at {self.path} was left half-written by an interrupted write; re-run the indexing"
             )
         try:
-            self._tantivy = tantivy.Index.open(str(self.path / "tantivy"))
-            self._schema = self._tantivy.schema
-            self._faiss = faiss.read_index(str(self.path / "vectors.faiss"))
-            if self._db is not None:
-                self._db.close()
-            self._db = sqlite3.connect(self.path / "docs.sqlite", check_same_thread=False)
-            rows = self._db.execute(
+            text_index = tantivy.Index.open(str(self.path / "tantivy"))
+            vectors = faiss.read_index(str(self.path / "vectors.faiss"))
+            rows = self._db().execute(
                 "SELECT iid, id, date, " + ", ".join(_DOC_COLUMNS) + " FROM docs ORDER BY iid"
             ).fetchall()
         except (OSError, RuntimeError, ValueError, sqlite3.DatabaseError) as exc:
             raise IndexCorrupt(f"index at {self.path} cannot be read ({exc}); re-index it") from None
         next_iid = int(manifest["next_iid"])
-        self._ids = [None] * next_iid
-        self._iid_of = {}
-        self._columns = _FilterColumns()
-        self._columns._grow(next_iid)
+        ids: list[str | None] = [None] * next_iid
+        iid_of: dict[str, int] = {}
+        columns = _FilterColumns()
+        columns._grow(next_iid)
         for iid, doc_id, date, *values in rows:
-            self._ids[iid] = doc_id
-            self._iid_of[doc_id] = iid
-            self._columns.set(iid, dict(zip(_DOC_COLUMNS, values, strict=True)), date)
+            ids[iid] = doc_id
+            iid_of[doc_id] = iid
+            columns.set(iid, dict(zip(_DOC_COLUMNS, values, strict=True)), date)
         if len(rows) != manifest["documents"]:
             raise IndexCorrupt(
                 f"index at {self.path} is inconsistent: manifest says {manifest['documents']} documents, "
                 f"the document store holds {len(rows)}; re-index it"
             )
-        self._manifest = manifest
-        self._manifest_mtime = self.manifest_path.stat().st_mtime
+        snap = _Snapshot(manifest=manifest, mtime=mtime, tantivy=text_index, schema=text_index.schema,
+                         vectors=vectors, ids=ids, iid_of=iid_of, columns=columns)
+        self._snap = snap
+        return snap
 
-    def ensure_open(self) -> None:
-        """Open on first use, and reopen when another process has written a new generation."""
+    def _db(self) -> sqlite3.Connection:
+        """This thread's read connection to the document store (reopened if the file was replaced)."""
+        path = self.path / "docs.sqlite"
+        inode = path.stat().st_ino
+        cached = getattr(self._local, "db", None)
+        if cached is not None and cached[1] == inode:
+            return cached[0]
+        if cached is not None:
+            cached[0].close()
+        conn = sqlite3.connect(path, timeout=30)
+        self._local.db = (conn, inode)
+        return conn
+
+    def snapshot(self) -> _Snapshot:
+        """The current snapshot; reopened when another process has written a new manifest."""
+        try:
+            mtime = self.manifest_path.stat().st_mtime
+        except FileNotFoundError:
+            raise IndexNotFound(f"no index at {self.path}") from None
+        snap = self._snap
+        if snap is not None and snap.mtime == mtime:
+            return snap
         with self._lock:
-            try:
-                mtime = self.manifest_path.stat().st_mtime
-            except FileNotFoundError:
-                raise IndexNotFound(f"no index at {self.path}") from None
-            if self._tantivy is None or mtime != self._manifest_mtime:
-                self._open()
+            snap = self._snap
+            if snap is None or snap.mtime != self.manifest_path.stat().st_mtime:
+                snap = self._open()
+            return snap
 
     @property
     def manifest(self) -> dict[str, Any]:
-        self.ensure_open()
-        return dict(self._manifest)
+        return dict(self.snapshot().manifest)
 
     def _save_manifest(self, manifest: dict[str, Any]) -> None:
         tmp = self.manifest_path.with_suffix(".json.tmp")
@@ -259,11 +287,14 @@ class EmbeddedIndex:
     def update_manifest(self, **fields: Any) -> None:
         """Store extra facts (e.g. routing calibration) in the manifest."""
         with self._lock, _WriteLock(self.path):
-            self.ensure_open()
-            manifest = {**self._manifest, **fields}
+            manifest = {**self._fresh().manifest, **fields}
             manifest["generation"] = int(manifest["generation"]) + 1
             self._save_manifest(manifest)
             self._open()
+
+    def _fresh(self) -> _Snapshot:
+        """Under the write lock: the state on disk, including other processes' writes."""
+        return self._open()
 
     # ----- writing -------------------------------------------------------------------------------
 
@@ -276,23 +307,22 @@ class EmbeddedIndex:
         dim = int(self.manifest["dim"])
         if vectors.shape != (len(docs), dim):
             raise InvalidInput(f"expected vectors of shape ({len(docs)}, {dim}), got {vectors.shape}")
+        latest = {doc.id: position for position, doc in enumerate(docs)}
         with self._lock, _WriteLock(self.path):
-            self.ensure_open()
-            manifest = dict(self._manifest)
+            snap = self._fresh()
+            manifest = dict(snap.manifest)
             manifest["state"] = "writing"
             self._save_manifest(manifest)
-            writer = self._tantivy.writer(heap_size=128_000_000, num_threads=1)
-            db = self._db
-            assert db is not None
+            # Searches keep using the snapshot's vector index; the write changes a private copy.
+            index = faiss.clone_index(snap.vectors)
+            writer = snap.tantivy.writer(heap_size=128_000_000, num_threads=1)
+            db = sqlite3.connect(self.path / "docs.sqlite", timeout=30)
             next_iid = int(manifest["next_iid"])
             languages = set(manifest["languages"])
             dead = int(manifest["dead_vectors"])
             is_flat = manifest["vector_index"] == "flat"
             new_iids: list[int] = []
             new_vectors: list[np.ndarray] = []
-            latest: dict[str, int] = {}
-            for position, doc in enumerate(docs):
-                latest[doc.id] = position
             try:
                 for position, doc in enumerate(docs):
                     if latest[doc.id] != position:
@@ -306,12 +336,11 @@ class EmbeddedIndex:
                     except Exception as exc:  # one bad document must not sink the batch
                         report.failed[doc.id] = f"{type(exc).__name__}: {exc}"
                         continue
-                    old = self._iid_of.get(doc.id)
+                    old = snap.iid_of.get(doc.id)
                     if old is not None:
                         writer.delete_documents_by_term("id", doc.id)
                         db.execute("DELETE FROM docs WHERE iid = ?", (old,))
-                        self._remove_vector(old, is_flat)
-                        dead += 0 if is_flat else 1
+                        dead += _remove_vector(index, old, is_flat)
                     iid = next_iid
                     next_iid += 1
                     values = {c: getattr(doc, c) if c != "kind" else doc.kind.value for c in _DOC_COLUMNS}
@@ -337,175 +366,162 @@ class EmbeddedIndex:
                     new_vectors.append(vec)
                     report.indexed += 1
                 if new_iids:
-                    self._faiss.add_with_ids(np.stack(new_vectors), np.asarray(new_iids, dtype=np.int64))
+                    index.add_with_ids(np.stack(new_vectors), np.asarray(new_iids, dtype=np.int64))
                 writer.commit()
                 writer.wait_merging_threads()
                 db.commit()
+                documents = int(db.execute("SELECT COUNT(*) FROM docs").fetchone()[0])
             except BaseException:
                 db.rollback()
                 writer.rollback()
                 raise
-            documents = int(db.execute("SELECT COUNT(*) FROM docs").fetchone()[0])
-            manifest.update(
-                next_iid=next_iid,
-                documents=documents,
-                languages=sorted(languages),
-                dead_vectors=dead,
-                updated=time.strftime("%Y-%m-%dT%H:%M:%S"),
-            )
-            self._maybe_rebuild_vectors(manifest)
-            self._write_faiss(self._faiss)
-            manifest["state"] = "ready"
-            manifest["generation"] = int(manifest["generation"]) + 1
-            self._save_manifest(manifest)
-            self._open()
+            finally:
+                db.close()
+            manifest.update(next_iid=next_iid, documents=documents, languages=sorted(languages),
+                            dead_vectors=dead, updated=time.strftime("%Y-%m-%dT%H:%M:%S"))
+            self._commit_vectors(manifest, index)
         return report
 
-    def _remove_vector(self, iid: int, is_flat: bool) -> None:
-        if is_flat:
-            self._faiss.remove_ids(np.asarray([iid], dtype=np.int64))
-        # HNSW graphs cannot drop nodes: the vector stays until the next rebuild, and searches
-        # exclude it because it is no longer live.
+    def _commit_vectors(self, manifest: dict[str, Any], index: Any) -> None:
+        """Rebuild the vector index if due, persist it, and publish the new manifest."""
+        index = self._maybe_rebuild_vectors(manifest, index)
+        self._write_faiss(index)
+        manifest["state"] = "ready"
+        manifest["generation"] = int(manifest["generation"]) + 1
+        self._save_manifest(manifest)
+        self._open()
 
-    def _maybe_rebuild_vectors(self, manifest: dict[str, Any]) -> None:
+    def _maybe_rebuild_vectors(self, manifest: dict[str, Any], index: Any) -> Any:
         """Switch flat -> HNSW when the corpus is large, and compact HNSW after many deletions."""
         live = int(manifest["documents"])
         kind = manifest["vector_index"]
         wants_hnsw = live >= self.hnsw_min_docs
-        too_dead = kind == "hnsw" and manifest["dead_vectors"] > REBUILD_DEAD_FRACTION * max(1, self._faiss.ntotal)
+        too_dead = kind == "hnsw" and manifest["dead_vectors"] > REBUILD_DEAD_FRACTION * max(1, index.ntotal)
         if (kind == "hnsw") == wants_hnsw and not too_dead:
-            return
-        assert self._db is not None
-        iids = np.asarray([r[0] for r in self._db.execute("SELECT iid FROM docs ORDER BY iid")], dtype=np.int64)
-        vectors = self._faiss.reconstruct_batch(iids) if len(iids) else np.zeros((0, manifest["dim"]), np.float32)
+            return index
+        db = sqlite3.connect(self.path / "docs.sqlite", timeout=30)
+        try:
+            iids = np.asarray([r[0] for r in db.execute("SELECT iid FROM docs ORDER BY iid")], dtype=np.int64)
+        finally:
+            db.close()
         dim = int(manifest["dim"])
+        vectors = index.reconstruct_batch(iids) if len(iids) else np.zeros((0, dim), np.float32)
         if wants_hnsw:
             inner = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
             inner.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
         else:
             inner = faiss.IndexFlatIP(dim)
-        index = faiss.IndexIDMap2(inner)
+        rebuilt = faiss.IndexIDMap2(inner)
         if len(iids):
             faiss.omp_set_num_threads(os.cpu_count() or 1)
             try:
-                index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), iids)
+                rebuilt.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), iids)
             finally:
                 faiss.omp_set_num_threads(1)
-        self._faiss = index
         manifest["vector_index"] = "hnsw" if wants_hnsw else "flat"
         manifest["dead_vectors"] = 0
+        return rebuilt
 
     def delete(self, ids: Sequence[str]) -> int:
         """Remove documents by id; returns how many existed."""
         with self._lock, _WriteLock(self.path):
-            self.ensure_open()
-            present = [(doc_id, self._iid_of[doc_id]) for doc_id in dict.fromkeys(ids) if doc_id in self._iid_of]
+            snap = self._fresh()
+            present = [(doc_id, snap.iid_of[doc_id]) for doc_id in dict.fromkeys(ids) if doc_id in snap.iid_of]
             if not present:
                 return 0
-            manifest = dict(self._manifest)
+            manifest = dict(snap.manifest)
             is_flat = manifest["vector_index"] == "flat"
             manifest["state"] = "writing"
             self._save_manifest(manifest)
-            writer = self._tantivy.writer(heap_size=32_000_000, num_threads=1)
-            assert self._db is not None
-            for doc_id, iid in present:
-                writer.delete_documents_by_term("id", doc_id)
-                self._db.execute("DELETE FROM docs WHERE iid = ?", (iid,))
-                self._remove_vector(iid, is_flat)
-            writer.commit()
-            writer.wait_merging_threads()
-            self._db.commit()
-            manifest["documents"] = int(self._db.execute("SELECT COUNT(*) FROM docs").fetchone()[0])
-            if not is_flat:
-                manifest["dead_vectors"] = int(manifest["dead_vectors"]) + len(present)
-            self._maybe_rebuild_vectors(manifest)
-            self._write_faiss(self._faiss)
-            manifest["state"] = "ready"
-            manifest["generation"] = int(manifest["generation"]) + 1
-            manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S")
-            self._save_manifest(manifest)
-            self._open()
+            index = faiss.clone_index(snap.vectors)
+            writer = snap.tantivy.writer(heap_size=32_000_000, num_threads=1)
+            db = sqlite3.connect(self.path / "docs.sqlite", timeout=30)
+            dead = int(manifest["dead_vectors"])
+            try:
+                for doc_id, iid in present:
+                    writer.delete_documents_by_term("id", doc_id)
+                    db.execute("DELETE FROM docs WHERE iid = ?", (iid,))
+                    dead += _remove_vector(index, iid, is_flat)
+                writer.commit()
+                writer.wait_merging_threads()
+                db.commit()
+                manifest["documents"] = int(db.execute("SELECT COUNT(*) FROM docs").fetchone()[0])
+            except BaseException:
+                db.rollback()
+                writer.rollback()
+                raise
+            finally:
+                db.close()
+            manifest.update(dead_vectors=dead, updated=time.strftime("%Y-%m-%dT%H:%M:%S"))
+            self._commit_vectors(manifest, index)
             return len(present)
 
     # ----- reading -------------------------------------------------------------------------------
 
-    def query_language(self, query: str, lang: str) -> str:
+    @staticmethod
+    def _query_language(snap: _Snapshot, query: str, lang: str) -> str:
         if lang:
             return lang
-        languages = tuple(self._manifest.get("languages") or ()) or (self._manifest.get("language") or "en",)
+        manifest = snap.manifest
+        languages = tuple(manifest.get("languages") or ()) or (manifest.get("language") or "en",)
         return detect_language(query, candidates=languages, default=languages[0])
 
     def bm25(self, query: str, *, k: int, filters: Filters | None = None, lang: str = "") -> list[Hit]:
-        self.ensure_open()
-        tokens = analyzer_for(self.query_language(query, lang)).tokens(query)
-        return self.bm25_terms(Counter(tokens), k=k, filters=filters)
+        snap = self.snapshot()
+        tokens = analyzer_for(self._query_language(snap, query, lang)).tokens(query)
+        return self._bm25(snap, Counter(tokens), k, filters)
 
     def bm25_terms(self, weights: dict[str, float], *, k: int, filters: Filters | None = None) -> list[Hit]:
         """BM25 for already-analysed terms with per-term weights (used by query expansion)."""
-        self.ensure_open()
-        assert self._tantivy is not None and self._schema is not None
+        return self._bm25(self.snapshot(), weights, k, filters)
+
+    def _bm25(self, snap: _Snapshot, weights: dict[str, float], k: int, filters: Filters | None) -> list[Hit]:
         if not weights or k <= 0:
             return []
-        schema = self._schema
         clauses = []
         for term, weight in weights.items():
             if weight <= 0:
                 continue
-            clause = tantivy.Query.term_query(schema, "body", term, index_option="freq")
+            clause = tantivy.Query.term_query(snap.schema, "body", term, index_option="freq")
             if weight != 1:
                 clause = tantivy.Query.boost_query(clause, float(weight))
             clauses.append((tantivy.Occur.Should, clause))
         if not clauses:
             return []
         query = tantivy.Query.boolean_query(clauses)
-        filter_query = self._tantivy_filter(filters)
+        filter_query = _tantivy_filter(snap.schema, filters)
         if filter_query is not None:
             query = tantivy.Query.boolean_query([
                 (tantivy.Occur.Must, query),
                 (tantivy.Occur.Must, tantivy.Query.const_score_query(filter_query, 0.0)),
             ])
-        searcher = self._tantivy.searcher()
+        searcher = snap.tantivy.searcher()
         result = searcher.search(query, limit=k, count=False)
         if not result.hits:
             return []
         iids = searcher.fast_field_values("iid", [addr for _, addr in result.hits])
         hits = []
-        for rank, ((score, _), iid) in enumerate(zip(result.hits, iids, strict=True), start=1):
-            doc_id = self._ids[iid] if iid is not None and iid < len(self._ids) else None
+        for (score, _), iid in zip(result.hits, iids, strict=True):
+            doc_id = snap.ids[iid] if iid is not None and iid < len(snap.ids) else None
             if doc_id is None:
                 continue
             hits.append(Hit(doc_id=doc_id, score=float(score), scores={"bm25": float(score)},
-                            ranks={"bm25": rank}))
+                            ranks={"bm25": len(hits) + 1}))
         return hits
 
-    def _tantivy_filter(self, filters: Filters | None) -> tantivy.Query | None:
-        if not filters:
-            return None
-        schema = self._schema
-        musts = []
-        for name, values in filters.terms:
-            musts.append((tantivy.Occur.Must, tantivy.Query.term_set_query(schema, name, list(values))))
-        if filters.date_from or filters.date_to:
-            musts.append((tantivy.Occur.Must, tantivy.Query.range_query(
-                schema, "date", tantivy.FieldType.Integer,
-                _date_num(filters.date_from) if filters.date_from else 1,
-                _date_num(filters.date_to) if filters.date_to else 99_991_231,
-            )))
-        return tantivy.Query.boolean_query(musts)
-
     def knn(self, vector: np.ndarray, *, k: int, filters: Filters | None = None) -> list[Hit]:
-        self.ensure_open()
+        snap = self.snapshot()
         if k <= 0:
             return []
         query = np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(1, -1))
-        if query.shape[1] != self._manifest["dim"]:
-            raise InvalidInput(f"query vector has dimension {query.shape[1]}, the index {self._manifest['dim']}")
-        index = self._faiss
-        has_dead = self._faiss.ntotal != self._manifest["documents"]
+        if query.shape[1] != snap.manifest["dim"]:
+            raise InvalidInput(f"query vector has dimension {query.shape[1]}, the index {snap.manifest['dim']}")
+        index = snap.vectors
+        has_dead = index.ntotal != snap.manifest["documents"]
         if not filters and not has_dead:
-            scores, iids = index.search(query, min(k, max(1, index.ntotal)), params=self._search_params(None))
-            return self._vector_hits(scores[0], iids[0])
-        mask = self._columns.mask(filters)[: int(self._manifest["next_iid"])]
+            scores, iids = index.search(query, min(k, max(1, index.ntotal)), params=_search_params(snap, None))
+            return _vector_hits(snap, scores[0], iids[0])
+        mask = snap.columns.mask(filters)[: int(snap.manifest["next_iid"])]
         allowed = np.flatnonzero(mask)
         if len(allowed) == 0:
             return []
@@ -513,51 +529,27 @@ class EmbeddedIndex:
             vectors = index.reconstruct_batch(allowed.astype(np.int64))
             sims = vectors @ query[0]
             top = np.argsort(-sims, kind="stable")[:k]
-            return self._vector_hits(sims[top], allowed[top])
+            return _vector_hits(snap, sims[top], allowed[top])
         bitmap = np.packbits(mask, bitorder="little")
         selector = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bitmap))
-        scores, iids = index.search(query, min(k, len(allowed)), params=self._search_params(selector, k))
-        return self._vector_hits(scores[0], iids[0])
-
-    def _search_params(self, selector: Any, k: int = 0) -> Any:
-        if self._manifest["vector_index"] == "hnsw":
-            params = faiss.SearchParametersHNSW()
-            params.efSearch = max(HNSW_EF_SEARCH, 2 * k)
-        else:
-            params = faiss.SearchParameters()
-        if selector is not None:
-            params.sel = selector
-        return params
-
-    def _vector_hits(self, scores: np.ndarray, iids: np.ndarray) -> list[Hit]:
-        hits: list[Hit] = []
-        for score, iid in zip(scores, iids, strict=True):
-            if iid < 0 or iid >= len(self._ids):
-                continue
-            doc_id = self._ids[int(iid)]
-            if doc_id is None:
-                continue
-            hits.append(Hit(doc_id=doc_id, score=float(score), scores={"knn": float(score)},
-                            ranks={"knn": len(hits) + 1}))
-        return hits
+        scores, iids = index.search(query, min(k, len(allowed)), params=_search_params(snap, selector, k))
+        return _vector_hits(snap, scores[0], iids[0])
 
     def fetch(self, ids: Sequence[str]) -> dict[str, LegalDoc]:
-        self.ensure_open()
-        assert self._db is not None
+        self.snapshot()
         out: dict[str, LegalDoc] = {}
         wanted = list(dict.fromkeys(ids))
+        db = self._db()
         for start in range(0, len(wanted), 500):
             chunk = wanted[start:start + 500]
             marks = ",".join("?" * len(chunk))
-            with self._lock:
-                rows = self._db.execute(f"SELECT id, doc FROM docs WHERE id IN ({marks})", chunk).fetchall()
-            for doc_id, blob in rows:
+            for doc_id, blob in db.execute(f"SELECT id, doc FROM docs WHERE id IN ({marks})", chunk):
                 out[doc_id] = LegalDoc.from_dict(json.loads(blob))
         return out
 
     def scan(self) -> Iterator[LegalDoc]:
-        self.ensure_open()
-        db = sqlite3.connect(self.path / "docs.sqlite")
+        self.snapshot()
+        db = sqlite3.connect(self.path / "docs.sqlite", timeout=30)
         try:
             for (blob,) in db.execute("SELECT doc FROM docs ORDER BY iid"):
                 yield LegalDoc.from_dict(json.loads(blob))
@@ -565,20 +557,70 @@ class EmbeddedIndex:
             db.close()
 
     def count(self) -> int:
-        return int(self.manifest["documents"])
+        return int(self.snapshot().manifest["documents"])
 
     def stats(self) -> IndexStats:
-        manifest = self.manifest
+        snap = self.snapshot()
+        manifest = snap.manifest
         return IndexStats(
             name=manifest["name"],
             documents=int(manifest["documents"]),
             dim=int(manifest["dim"]),
             embedder=manifest["embedder"],
             languages=tuple(manifest["languages"]),
-            laws=len([v for v in self._columns.vocab["law"] if v]),
+            laws=len([v for v in snap.columns.vocab["law"] if v]),
             extra={"vector_index": manifest["vector_index"], "updated": manifest["updated"],
                    "backend": "embedded", "path": str(self.path)},
         )
+
+
+def _remove_vector(index: Any, iid: int, is_flat: bool) -> int:
+    """Drop one vector; returns 1 when it stays behind as a dead HNSW node, else 0."""
+    if is_flat:
+        index.remove_ids(np.asarray([iid], dtype=np.int64))
+        return 0
+    # HNSW graphs cannot drop nodes: the vector stays until the next rebuild, and searches
+    # exclude it because it is no longer live.
+    return 1
+
+
+def _tantivy_filter(schema: tantivy.Schema, filters: Filters | None) -> tantivy.Query | None:
+    if not filters:
+        return None
+    musts = []
+    for name, values in filters.terms:
+        musts.append((tantivy.Occur.Must, tantivy.Query.term_set_query(schema, name, list(values))))
+    if filters.date_from or filters.date_to:
+        musts.append((tantivy.Occur.Must, tantivy.Query.range_query(
+            schema, "date", tantivy.FieldType.Integer,
+            _date_num(filters.date_from) if filters.date_from else 1,
+            _date_num(filters.date_to) if filters.date_to else 99_991_231,
+        )))
+    return tantivy.Query.boolean_query(musts)
+
+
+def _search_params(snap: _Snapshot, selector: Any, k: int = 0) -> Any:
+    if snap.manifest["vector_index"] == "hnsw":
+        params = faiss.SearchParametersHNSW()
+        params.efSearch = max(HNSW_EF_SEARCH, 2 * k)
+    else:
+        params = faiss.SearchParameters()
+    if selector is not None:
+        params.sel = selector
+    return params
+
+
+def _vector_hits(snap: _Snapshot, scores: np.ndarray, iids: np.ndarray) -> list[Hit]:
+    hits: list[Hit] = []
+    for score, iid in zip(scores, iids, strict=True):
+        if iid < 0 or iid >= len(snap.ids):
+            continue
+        doc_id = snap.ids[int(iid)]
+        if doc_id is None:
+            continue
+        hits.append(Hit(doc_id=doc_id, score=float(score), scores={"knn": float(score)},
+                        ranks={"knn": len(hits) + 1}))
+    return hits
 
 
 class _WriteLock:
@@ -714,6 +756,14 @@ class EmbeddedBackend:
 
     def update_manifest(self, name: str, **fields: Any) -> None:
         self._existing(name).update_manifest(**fields)
+
+    def metadata(self, name: str) -> dict[str, Any]:
+        """The ``meta`` entry of the manifest (routing calibration and other stored facts)."""
+        return dict(self._existing(name).manifest.get("meta", {}))
+
+    def update_metadata(self, name: str, **fields: Any) -> None:
+        idx = self._existing(name)
+        idx.update_manifest(meta={**idx.manifest.get("meta", {}), **fields})
 
     def ping(self) -> bool:
         """The embedded engine is always reachable when its folder is writable or readable."""

@@ -152,3 +152,44 @@ def test_copying_the_folder_copies_the_index(tmp_path, mini_docs, use_embedder) 
     _build(tmp_path / "a", mini_docs, use_embedder)
     shutil.copytree(tmp_path / "a" / "mini", tmp_path / "b" / "mini")
     assert EmbeddedBackend(tmp_path / "b").count("mini") == len(mini_docs)
+
+
+def test_metadata_is_stored_with_the_index(tmp_path, mini_docs, use_embedder) -> None:
+    backend = _build(tmp_path, mini_docs[:3], use_embedder)
+    assert backend.metadata("mini") == {}
+    backend.update_metadata("mini", calibration={"qsi_a": 0.4, "qsi_b": 11.0})
+    backend.update_metadata("mini", note="x")
+    assert EmbeddedBackend(tmp_path).metadata("mini") == {"calibration": {"qsi_a": 0.4, "qsi_b": 11.0}, "note": "x"}
+
+
+def test_searches_stay_consistent_while_another_thread_writes(tmp_path, mini_docs, use_embedder) -> None:
+    import threading
+
+    backend = _build(tmp_path, mini_docs, use_embedder)
+    known = {d.id for d in mini_docs}
+    vector = use_embedder.embed_queries(["Kaution"])[0]
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def search() -> None:
+        try:
+            while not stop.is_set():
+                for hit in backend.bm25("mini", "Vermieter Kaution", k=10, lang="de") + \
+                        backend.knn("mini", vector, k=10):
+                    assert hit.doc_id in known
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=search) for _ in range(3)]
+    for t in threads:
+        t.start()
+    docs = [d for d in mini_docs if d.lang == "de"][:5]
+    vectors = use_embedder.embed_documents([d.text for d in docs])
+    for _ in range(5):
+        backend.write("mini", docs, vectors)
+        backend.delete("mini", [docs[0].id])
+    stop.set()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert backend.count("mini") == len(mini_docs) - 1

@@ -169,3 +169,12 @@ def test_the_installed_command_never_prints_a_traceback(env) -> None:
                             env={**{k: v for k, v in env.items() if k.startswith("LEXSEARCH_")}, "PATH": "/usr/bin"})
     assert result.returncode == 2
     assert "the query is empty" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_delete_removes_documents(cli, env, tmp_path) -> None:
+    path = str(tmp_path / "idx")
+    assert cli("index", "--data", str(MINI), "--index", path)[0] == 0
+    code, _, err = cli("delete", "17086,4958", "nope", "--index", path)
+    assert code == 0 and "deleted 2 of 3 documents" in err
+    _, out, _ = cli("search", "用人单位辞退员工未通知工会", "--index", path, "--json", "--pipeline", "bm25")
+    assert not {"17086", "4958"} & {h["doc_id"] for h in json.loads(out)["hits"]}
