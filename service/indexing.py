@@ -135,7 +135,8 @@ def index_fingerprint(corpus_hash: str, embedder_name: str, extra: dict[str, obj
     digest.update(str(FORMAT_VERSION).encode())
     digest.update(Path(views.__file__).read_bytes())
     digest.update(Path(citations.__file__).read_bytes())
-    for path in sorted(analyzers_dir().glob("*.json")):
+    for path in sorted(p for p in analyzers_dir().rglob("*") if p.is_file()):
+        digest.update(path.name.encode())
         digest.update(path.read_bytes())
     digest.update(json.dumps(extra or {}, sort_keys=True).encode())
     return digest.hexdigest()[:12]

@@ -26,10 +26,13 @@ import Stemmer
 
 from service.analysis.compounds import CompoundSplitter
 from service.analysis.language import detect_language
+from service.analysis.synonyms import SynonymRules
 
 LANGUAGES: tuple[str, ...] = ("de", "fr", "it", "en", "zh")
 """Languages with a dedicated chain. Other codes fall back to the English-free 'simple' chain."""
 
+SYNONYM_WEIGHT = 0.5
+"""A word added by a synonym rule counts half as much as a word the user wrote."""
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _HAS_WORD_CHAR = re.compile(r"[^\W_]", re.UNICODE)
 _JIEBA_LOCK = threading.Lock()
@@ -84,6 +87,7 @@ class Analyzer:
         self.lang = spec.language
         self._stemmer_local = threading.local()
         self._splitter = CompoundSplitter(spec.compound_words) if spec.compound_words else None
+        self._synonyms: SynonymRules | None = None
         if spec.stemmer:
             Stemmer.Stemmer(spec.stemmer)  # fail early on an unknown stemmer name
 
@@ -116,6 +120,26 @@ class Analyzer:
         if stemmer is not None:
             toks = stemmer.stemWords(toks)
         return toks
+
+    @property
+    def synonyms(self) -> SynonymRules:
+        """The language's query-side synonym rules (``analyzers/synonyms/<lang>.txt``), loaded once."""
+        if self._synonyms is None:
+            self._synonyms = SynonymRules.load(analyzers_dir() / "synonyms" / f"{self.lang}.txt", self.tokens)
+        return self._synonyms
+
+    def query_weights(self, text: str) -> dict[str, float]:
+        """BM25 query terms with weights: each term's count, plus synonym expansions at half weight.
+
+        Every backend turns a text query into these weights, so they all score alike.
+        """
+        tokens = self.tokens(text)
+        weights: dict[str, float] = {}
+        for tok in tokens:
+            weights[tok] = weights.get(tok, 0.0) + 1.0
+        for tok, count in self.synonyms.expand(tokens).items():
+            weights[tok] = weights.get(tok, 0.0) + SYNONYM_WEIGHT * count
+        return weights
 
     def stem(self, word: str) -> str:
         """The index form of one word (lowercased, stemmed)."""

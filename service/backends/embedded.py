@@ -20,7 +20,6 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -468,8 +467,8 @@ class EmbeddedIndex:
 
     def bm25(self, query: str, *, k: int, filters: Filters | None = None, lang: str = "") -> list[Hit]:
         snap = self.snapshot()
-        tokens = analyzer_for(self._query_language(snap, query, lang)).tokens(query)
-        return self._bm25(snap, Counter(tokens), k, filters)
+        weights = analyzer_for(self._query_language(snap, query, lang)).query_weights(query)
+        return self._bm25(snap, weights, k, filters)
 
     def bm25_terms(self, weights: dict[str, float], *, k: int, filters: Filters | None = None) -> list[Hit]:
         """BM25 for already-analysed terms with per-term weights (used by query expansion)."""
