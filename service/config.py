@@ -185,7 +185,7 @@ class RetrievalSettings:
     """For linear fusion: minmax or zscore."""
     depth: int = 100
     """How many hits each retriever returns before fusion."""
-    max_query_chars: int = 4000
+    max_query_chars: int = 8000
 
     def problems(self) -> list[str]:
         out = []
@@ -437,6 +437,44 @@ class JobsSettings:
 
 
 @dataclass(frozen=True)
+class AgentSettings:
+    """The agentic pipelines (``agentic``, ``hybrid+rerank``): pool building, rounds and rerankers."""
+
+    reranker: str = "learned"
+    """Default reranker: learned, llm, cross-encoder, none, or auto (llm when an LLM is configured, else learned)."""
+    max_rounds: int = 4
+    """Most planner rounds (a request may ask for fewer)."""
+    rewrite_depth: int = 30
+    """Hits each rewrite retrieves (per retriever) before pruning."""
+    prune_to: int = 10
+    """Hits of each rewrite that join the pool, chosen by the light reranker."""
+    memory_candidates: int = 20
+    """Articles voted by similar training questions that join the pool (with a model folder)."""
+    prefilter_depth: int = 30
+    """Hits per retriever of the law-filtered pass."""
+    workers: int = 2
+    """Threads running a round's independent rewrites in-process."""
+    cross_encoder_path: str = ""
+    """Local sentence-transformers CrossEncoder folder for reranker=cross-encoder ('' = not available)."""
+    llm_rerank_candidates: int = 20
+    """Candidates shown to the LLM reranker (at most 20)."""
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.reranker not in ("learned", "llm", "cross-encoder", "none", "auto"):
+            out.append(f"agents.reranker must be learned, llm, cross-encoder, none or auto, not {self.reranker!r}")
+        if not 0 <= self.max_rounds <= 4:
+            out.append("agents.max_rounds must be between 0 and 4")
+        if not 1 <= self.prune_to <= self.rewrite_depth:
+            out.append("agents need 1 <= prune_to <= rewrite_depth")
+        if self.memory_candidates < 0 or self.prefilter_depth < 1 or self.workers < 1:
+            out.append("agents.memory_candidates must be >= 0, agents.prefilter_depth and agents.workers >= 1")
+        if not 1 <= self.llm_rerank_candidates <= 20:
+            out.append("agents.llm_rerank_candidates must be between 1 and 20")
+        return out
+
+
+@dataclass(frozen=True)
 class Settings:
     """All settings, frozen. Build with :func:`load_settings`."""
 
@@ -449,6 +487,7 @@ class Settings:
     api: ApiSettings = field(default_factory=ApiSettings)
     jobs: JobsSettings = field(default_factory=JobsSettings)
     routing: RoutingSettings = field(default_factory=RoutingSettings)
+    agents: AgentSettings = field(default_factory=AgentSettings)
 
     def replace(self, **sections: Mapping[str, Any]) -> Settings:
         """A copy with some fields of some sections replaced, validated again."""

@@ -61,3 +61,18 @@ class DataError(LexsearchError):
     """A dataset folder or corpus file is missing or unreadable."""
 
     code = "data_error"
+
+
+class StoreUnavailable(LexsearchError):
+    """Redis (job records, queue, API keys, rate limits) cannot be reached."""
+
+    code = "store_unavailable"
+    http_status = 503
+    exit_code = 3
+
+
+class JobNotFound(LexsearchError):
+    """No job with that id (or it belongs to another API key, or its record is gone)."""
+
+    code = "job_not_found"
+    http_status = 404

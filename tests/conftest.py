@@ -1,1 +1,6 @@
-pytest_plugins = ["tests.support.fixtures", "tests.support.corpus"]
+pytest_plugins = [
+    "tests.support.fixtures",
+    "tests.support.corpus",
+    "tests.support.engines",
+    "tests.support.redis_server",
+]

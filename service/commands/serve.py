@@ -52,7 +52,7 @@ def server_options(settings: Settings, *, log_level: str = "INFO") -> dict[str, 
 def run(args: argparse.Namespace) -> int:
     from gunicorn.app.base import BaseApplication
 
-    from service.api.app import create_app
+    from service.api.app import create_app, warm_up
 
     overrides: dict[str, Any] = {k: v for k, v in {"bind": args.bind, "workers": args.workers,
                                                    "threads": args.threads}.items() if v is not None}
@@ -70,7 +70,9 @@ def run(args: argparse.Namespace) -> int:
                 self.cfg.set(key, value)
 
         def load(self) -> Any:
-            return create_app(settings)
+            app = create_app(settings)
+            warm_up(app)
+            return app
 
     info(f"lexsearch API on http://{settings.api.bind} ({settings.api.workers} processes x "
          f"{settings.api.threads} threads; docs at /docs)")

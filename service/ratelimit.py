@@ -1,0 +1,74 @@
+"""Per-key rate limits in Redis, shared by every API process (generic cell rate algorithm).
+
+A limit of N requests per minute allows a burst of N, then one more request every 60/N seconds.
+GCRA keeps one timestamp per key (the "theoretical arrival time"), so it is exact, needs no
+background cleanup and never lets two windows' worth of requests through at a window boundary,
+unlike fixed-window counters. The clock is Redis's own (``TIME``), so API hosts with skewed
+clocks agree.
+
+Example::
+
+    limiter = RateLimiter(connect(url))
+    decision = limiter.hit("key:3f2a", per_minute=60)
+    if not decision.allowed:
+        ...  # 429 with Retry-After: decision.retry_after_s
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import redis
+
+from service.redisconn import store_errors
+
+PREFIX = "lexsearch:rate:"
+
+# KEYS: the limiter key. ARGV: period ms, limit per period. Returns {allowed, remaining, retry ms}.
+_GCRA = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local period = tonumber(ARGV[1])
+local interval = period / tonumber(ARGV[2])
+local tat = tonumber(redis.call('GET', KEYS[1]) or now)
+if tat < now then tat = now end
+local new_tat = tat + interval
+local allow_at = new_tat - period
+if allow_at > now then
+  return {0, 0, math.ceil(allow_at - now)}
+end
+redis.call('SET', KEYS[1], tostring(new_tat), 'PX', math.ceil(new_tat - now) + 1)
+return {1, math.floor((now + period - new_tat) / interval), 0}
+"""
+
+
+@dataclass(frozen=True)
+class RateDecision:
+    """Whether one request may pass, how many more may follow at once, and when to retry if not."""
+
+    allowed: bool
+    limit: int
+    remaining: int
+    retry_after_s: float
+
+    def headers(self) -> dict[str, str]:
+        """``X-RateLimit-*`` (and ``Retry-After`` when refused) response headers."""
+        out = {"X-RateLimit-Limit": str(self.limit), "X-RateLimit-Remaining": str(self.remaining)}
+        if not self.allowed:
+            out["Retry-After"] = str(max(1, math.ceil(self.retry_after_s)))
+        return out
+
+
+class RateLimiter:
+    """GCRA limits keyed by name; raises :class:`~service.errors.StoreUnavailable` when Redis is down."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self._script = client.register_script(_GCRA)
+
+    def hit(self, name: str, *, per_minute: int) -> RateDecision:
+        """Count one request against ``name``'s limit of ``per_minute`` requests per minute."""
+        with store_errors("the rate limiter"):
+            allowed, remaining, retry_ms = self._script(keys=[PREFIX + name], args=[60_000, per_minute])
+        return RateDecision(allowed=bool(allowed), limit=per_minute, remaining=int(remaining),
+                            retry_after_s=int(retry_ms) / 1000)

@@ -1,0 +1,363 @@
+"""What the job tasks do, kept apart from Celery so it reads (and is tested) as plain code.
+
+A search job runs its pipeline in one of two ways:
+
+* **step-wise** (pipelines with ``start/plan/rewrite/merge/finish``, such as ``agentic``): the
+  state after each round is kept in the job store, each agent of a round is one task
+  (:meth:`JobRunner.rewrite`), and a chord calls :meth:`JobRunner.merge` when all of them have
+  stored their step, which plans and schedules the next round or finishes. No task ever waits
+  for another; LLM requests are bounded across all workers by a Redis semaphore;
+* **whole**: ``pipeline.run(request)`` in one task, for every other pipeline.
+
+Every task is idempotent, keyed by job id: it reloads the job, does nothing when the job is
+already final, and the result is written once (:meth:`JobStore.complete`). A redelivered or
+duplicated task therefore costs time, never a second result.
+
+Example::
+
+    runner = JobRunner(WorkerContext(settings), scheduler)
+    runner.run_search(job_id)
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import random
+import threading
+import time
+from contextlib import nullcontext
+from typing import Any, Protocol
+
+import redis
+
+from service.config import Settings
+from service.corpus.model import LegalDoc
+from service.errors import LexsearchError
+from service.indexing import index_documents
+from service.jobs import JobKind, JobRecord, JobStatus, JobStore
+from service.pipelines.base import SearchResponse
+from service.pipelines.build import Runtime
+from service.redisconn import connect
+from service.search_json import render_response, request_from_json
+from service.trace_sink import TraceSink, build_trace_sink, trace_record
+from service.webhooks import WebhookError, deliver
+from workers.semaphore import RedisSemaphore
+
+log = logging.getLogger("lexsearch.worker")
+
+STEP_METHODS = ("start", "plan", "rewrite", "merge", "finish")
+RETRIEVAL_ONLY = frozenset({"bm25", "dense", "hybrid"})
+"""Pipelines that never call an LLM, so their jobs take no LLM slot."""
+
+
+def is_stepwise(pipeline: Any) -> bool:
+    """Whether the pipeline exposes the step-wise interface (see the module docstring)."""
+    return all(callable(getattr(pipeline, name, None)) for name in STEP_METHODS)
+
+
+class Scheduler(Protocol):
+    """How the runner starts follow-up work (Celery in production)."""
+
+    def round(self, job_id: str, round_: int, agents: list[str]) -> None:
+        """Run ``rewrite`` for every agent in parallel, then ``merge``."""
+
+    def webhook(self, job_id: str) -> None:
+        """Deliver the job's webhook (with retries)."""
+
+
+class WorkerContext:
+    """Everything one worker process needs, built lazily on first use (after the fork)."""
+
+    def __init__(self, settings: Settings, *, runtime: Runtime | None = None) -> None:
+        self.settings = settings
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._runtime: Runtime | None = runtime
+        self._client: redis.Redis | None = None
+        self._store: JobStore | None = None
+        self._traces: TraceSink | None = None
+
+    def _check_fork(self) -> None:
+        # A context inherited through fork() must not reuse the parent's sockets.
+        if os.getpid() != self._pid:
+            self.__init__(self.settings)  # type: ignore[misc]  # a fresh runtime too: no shared sockets
+
+    @property
+    def runtime(self) -> Runtime:
+        self._check_fork()
+        with self._lock:
+            if self._runtime is None:
+                self._runtime = Runtime(self.settings)
+            return self._runtime
+
+    @property
+    def client(self) -> redis.Redis:
+        self._check_fork()
+        with self._lock:
+            if self._client is None:
+                self._client = connect(self.settings.jobs.redis_url)
+            return self._client
+
+    @property
+    def store(self) -> JobStore:
+        client = self.client
+        with self._lock:
+            if self._store is None:
+                self._store = JobStore(client, self.settings.jobs)
+            return self._store
+
+    @property
+    def traces(self) -> TraceSink:
+        self._check_fork()
+        with self._lock:
+            if self._traces is None:
+                self._traces = build_trace_sink(self.settings)
+            return self._traces
+
+    def llm_slot(self) -> Any:
+        """A context manager holding one cluster-wide LLM slot (a no-op when no LLM is configured)."""
+        if not self.settings.llm.enabled:
+            return nullcontext()
+        jobs = self.settings.jobs
+        slots = RedisSemaphore(self.client, "llm", limit=jobs.llm_concurrency or self.settings.llm.max_concurrency,
+                               lease_s=jobs.soft_time_limit_s)
+        return slots.hold(timeout_s=jobs.soft_time_limit_s / 2)
+
+
+def encode_state(obj: Any) -> dict[str, Any]:
+    """A step-wise state or step result as JSON, with its class so another process can rebuild it."""
+    cls = type(obj)
+    return {"type": f"{cls.__module__}:{cls.__qualname__}", "data": obj.to_json()}
+
+
+def decode_state(envelope: dict[str, Any], settings: Settings) -> Any:
+    """The object :func:`encode_state` described.
+
+    Only classes from the ``service`` package or from ``api.pipeline_modules`` are rebuilt, so a
+    record in Redis cannot make a worker import arbitrary code.
+
+    Raises:
+        LexsearchError: for a class outside those modules or without ``from_json``.
+    """
+    module_name, _, qualname = str(envelope.get("type", "")).partition(":")
+    allowed = module_name == "service" or module_name.startswith("service.") or any(
+        module_name == m or module_name.startswith(m + ".") for m in settings.api.pipeline_modules)
+    if not allowed:
+        raise LexsearchError(f"refusing to rebuild a pipeline state of type {envelope.get('type')!r}")
+    target: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    if not callable(getattr(target, "from_json", None)):
+        raise LexsearchError(f"{envelope.get('type')} has no from_json")
+    return target.from_json(envelope["data"])
+
+
+class JobRunner:
+    """Runs job steps; see the module docstring. Every method is safe to call twice for one job."""
+
+    def __init__(self, context: WorkerContext, scheduler: Scheduler) -> None:
+        self.ctx = context
+        self.scheduler = scheduler
+
+    @property
+    def store(self) -> JobStore:
+        return self.ctx.store
+
+    # ----- entry points --------------------------------------------------------------------------
+
+    def run_search(self, job_id: str, *, first_delivery: bool = True) -> str:
+        """Run (or, step-wise, start) a search job. Returns what happened, for the task log.
+
+        ``first_delivery`` is false for retries after transient errors, which do not count as
+        attempts (only deliveries after a dead worker do; see ``jobs.max_attempts``).
+        """
+        job = self._claim(job_id, count_attempt=first_delivery)
+        if job is None:
+            return "skipped"
+        name = job.request["pipeline"]
+        request = request_from_json(job.request["search"], default_index=self.ctx.settings.index.name)
+        pipeline = self.ctx.runtime.pipeline(name)
+        if is_stepwise(pipeline) and self.ctx.settings.jobs.parallel_steps:
+            state = pipeline.start(request)
+            self.store.save_state(job_id, 0, encode_state(state))
+            self._advance(job_id, 0, pipeline, state)
+            return "started"
+        # A whole run holds one LLM slot unless its pipeline never asks an LLM (a coarse bound; the
+        # step-wise path bounds each rewrite on its own).
+        slot = nullcontext() if name in RETRIEVAL_ONLY else self.ctx.llm_slot()
+        with slot:
+            response = pipeline.run(request)
+        self._succeed(job_id, job, response)
+        return "succeeded"
+
+    def rewrite(self, job_id: str, round_: int, agent: str, agents: list[str]) -> str:
+        """One agent's rewrites of a round; stored once per (job, round, agent)."""
+        job = self.store.get(job_id)
+        if job is None or job.status.final:
+            return "skipped"
+        if agent in self.store.load_steps(job_id, round_):
+            return "done before"
+        pipeline = self.ctx.runtime.pipeline(job.request["pipeline"])
+        envelope = self.store.load_state(job_id, round_)
+        if envelope is None:
+            raise LexsearchError(f"job {job_id}: the state of round {round_} is missing")
+        state = decode_state(envelope, self.ctx.settings)
+        with self.ctx.llm_slot():
+            step = pipeline.rewrite(state, agent)
+        self.store.save_step(job_id, round_, agent, encode_state(step))
+        done = sorted(self.store.load_steps(job_id, round_))
+        self.store.mark_running(job_id, f"round {round_ + 1}",
+                                {"round": round_ + 1, "agents": agents, "agents_done": done})
+        return "stored"
+
+    def merge(self, job_id: str, round_: int, agents: list[str]) -> str:
+        """Merge a round's steps into the state, then plan the next round or finish."""
+        job = self.store.get(job_id)
+        if job is None or job.status.final:
+            return "skipped"
+        pipeline = self.ctx.runtime.pipeline(job.request["pipeline"])
+        envelope = self.store.load_state(job_id, round_)
+        if envelope is None:
+            raise LexsearchError(f"job {job_id}: the state of round {round_} is missing")
+        steps = self.store.load_steps(job_id, round_)
+        missing = [a for a in agents if a not in steps]
+        if missing:
+            raise LexsearchError(f"job {job_id}: round {round_ + 1} has no step of {', '.join(missing)}")
+        state = decode_state(envelope, self.ctx.settings)
+        results = [decode_state(steps[agent], self.ctx.settings) for agent in agents]
+        state = pipeline.merge(state, results)
+        self.store.save_state(job_id, round_ + 1, encode_state(state))
+        self._advance(job_id, round_ + 1, pipeline, state)
+        return "merged"
+
+    def ingest(self, job_id: str, *, first_delivery: bool = True) -> str:
+        """Index a batch of documents; the result reports indexed, failed and rejected documents."""
+        job = self._claim(job_id, count_attempt=first_delivery)
+        if job is None:
+            return "skipped"
+        req = job.request
+        docs = [LegalDoc.from_dict(d) for d in req["documents"]]
+        self.store.mark_running(job_id, "indexing", {"documents": len(docs)})
+        runtime = self.ctx.runtime
+        report = index_documents(runtime.backend, runtime.embedder, req["index"], docs,
+                                 language=req.get("language", ""))
+        result = {"index": req["index"], "sent": report.sent + len(req.get("rejected", [])),
+                  "indexed": report.indexed, "failed": report.failed, "rejected": req.get("rejected", [])}
+        if self.store.complete(job_id, result):
+            self._finalised(job_id)
+        return "succeeded"
+
+    def fail(self, job_id: str, code: str, message: str) -> None:
+        """Mark the job failed (final errors, time limits) and send its webhook."""
+        if self.store.fail(job_id, code, message):
+            self._finalised(job_id)
+
+    def deliver_webhook(self, job_id: str, attempt: int) -> str:
+        """Send the job's webhook once.
+
+        Raises:
+            WebhookError: when the attempt failed and may be retried (the task retries with backoff).
+        """
+        job = self.store.get(job_id)
+        if job is None or not job.callback_url:
+            return "no webhook"
+        if job.webhook and job.webhook.get("state") in ("delivered", "failed"):
+            return "done before"
+        cfg = self.ctx.settings.jobs
+        event = f"job.{job.status.value}"
+        body = _dumps({"event": event, "job": job.to_public(job.request.get("status_url", ""))})
+        try:
+            status = deliver(job.callback_url, body, secret=cfg.webhook_secret, event=event,
+                             delivery_id=f"{job_id}.{event}", timeout_s=cfg.webhook_timeout_s,
+                             allow_private=cfg.webhook_allow_private)
+        except WebhookError as exc:
+            final = not exc.retryable or attempt + 1 >= cfg.webhook_max_attempts
+            self.store.set_webhook(job_id, {"state": "failed" if final else "retrying", "attempts": attempt + 1,
+                                            "last_error": str(exc)[:300]})
+            if final:
+                return "failed"
+            raise
+        self.store.set_webhook(job_id, {"state": "delivered", "attempts": attempt + 1, "http_status": status,
+                                        "delivered_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        return "delivered"
+
+    def webhook_backoff_s(self, attempt: int) -> float:
+        """Seconds before retry number ``attempt + 1``: exponential, capped, with full jitter."""
+        cfg = self.ctx.settings.jobs
+        return random.uniform(0.5, 1.0) * min(cfg.webhook_backoff_max_s, cfg.webhook_backoff_s * 2 ** attempt)
+
+    # ----- internals -----------------------------------------------------------------------------
+
+    def _claim(self, job_id: str, *, count_attempt: bool) -> JobRecord | None:
+        """Load the job and mark it running; ``None`` when there is nothing (more) to do."""
+        job = self.store.get(job_id)
+        if job is None:
+            log.warning("job %s has no record (expired or never created); skipping", job_id)
+            return None
+        if job.status == JobStatus.EXPIRED and self.store.expire(job_id):
+            self._finalised(job_id)
+            return None
+        if job.status.final:
+            if job.callback_url and job.webhook is None:
+                self._finalised(job_id)  # the previous delivery of this task died before scheduling it
+            return None
+        attempts = self.store.begin_attempt(job_id) if count_attempt else max(1, job.attempts)
+        limit = self.ctx.settings.jobs.max_attempts
+        if attempts > limit:
+            self.fail(job_id, "worker_lost", f"the job was interrupted {attempts - 1} times (its worker died); "
+                                             "it is not retried again")
+            return None
+        stage = "search" if job.kind == JobKind.SEARCH else "indexing"
+        if not self.store.mark_running(job_id, stage, {"attempt": attempts}):
+            return None
+        return job
+
+    def _advance(self, job_id: str, round_: int, pipeline: Any, state: Any) -> None:
+        agents = pipeline.plan(state)
+        if not agents:
+            self.store.mark_running(job_id, "finish", {"rounds": round_})
+            response = pipeline.finish(state)
+            job = self.store.get(job_id)
+            if job is not None:
+                self._succeed(job_id, job, response)
+            return
+        agents = list(dict.fromkeys(agents))
+        if self.store.mark_running(job_id, f"round {round_ + 1}",
+                                   {"round": round_ + 1, "agents": agents, "agents_done": []}):
+            self.scheduler.round(job_id, round_, agents)
+
+    def _succeed(self, job_id: str, job: JobRecord, response: SearchResponse) -> None:
+        request = request_from_json(job.request["search"], default_index=self.ctx.settings.index.name)
+        took_ms = (time.time() - (job.started_at or job.created_at)) * 1000
+        body = render_response(self.ctx.runtime.backend, request, response, pipeline=job.request["pipeline"],
+                               took_ms=took_ms)
+        body["job_id"] = job_id
+        if self.store.complete(job_id, body):
+            self._finalised(job_id)
+            self.ctx.traces.emit(trace_record(
+                kind="job", request_id=job.request.get("request_id", ""), job_id=job_id, key_id=job.owner,
+                index=request.index, pipeline=body["pipeline"], trace=response.trace, latency_ms=took_ms,
+                hits=len(body["hits"]), returned=body["returned"], status="succeeded",
+                query_chars=len(request.query), lang=request.lang))
+
+    def _finalised(self, job_id: str) -> None:
+        """Log the job's end (one JSON line with its ids) and schedule its webhook."""
+        job = self.store.get(job_id)
+        if job is None:
+            return
+        end = job.finished_at or time.time()
+        log.info("job finished", extra={"fields": {
+            "job_id": job_id, "request_id": job.request.get("request_id", ""), "kind": job.kind.value,
+            "status": job.status.value, "error": (job.error or {}).get("code", ""), "attempts": job.attempts,
+            "ms": round((end - job.created_at) * 1000, 1), "key_id": job.owner}})
+        if job.callback_url:
+            self.store.set_webhook(job_id, {"state": "pending", "attempts": 0})
+            self.scheduler.webhook(job_id)
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
