@@ -32,11 +32,11 @@ def build_backend(settings: Settings) -> SearchBackend:
     if kind == "opensearch":
         from service.backends.opensearch import OpenSearchBackend
 
-        return OpenSearchBackend.from_settings(settings.backend)
+        return OpenSearchBackend.from_settings(settings.backend, settings.engine)
     if kind == "elasticsearch":
         from service.backends.elasticsearch import ElasticsearchBackend
 
-        return ElasticsearchBackend.from_settings(settings.backend)
+        return ElasticsearchBackend.from_settings(settings.backend, settings.engine)
     raise InvalidInput(f"unknown backend {kind!r}")
 
 

@@ -1,0 +1,159 @@
+"""The Elasticsearch backend (elasticsearch-py 8.x): the client calls behind
+:class:`~service.backends._engine.EngineBackend`.
+
+Vectors live in a ``dense_vector`` field (HNSW, cosine, no quantisation). elasticsearch-py checks
+that the server is Elasticsearch, which is why OpenSearch has its own adapter. The 8.x client is
+used because it talks to 8.x nodes; the 9.x client sends ``compatible-with=9`` headers that 8.x
+nodes refuse.
+
+Example::
+
+    backend = ElasticsearchBackend("http://127.0.0.1:9201")
+    backend.knn("lexsearch-statutes", vector, k=10, filters=Filters.of(law="OR"))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from service.backends._engine import EngineBackend, Failure, FailureKind
+from service.backends._requests import Engine
+
+
+class ElasticsearchBackend(EngineBackend):
+    """A :class:`~service.backends.base.SearchBackend` on Elasticsearch 8.x (args as :class:`EngineBackend`)."""
+
+    kind = "elasticsearch"
+    engine = Engine.ELASTICSEARCH
+    product = "Elasticsearch"
+    start_hint = "`scripts/elasticsearch-local start`"
+
+    def _new_client(self) -> Any:
+        from elasticsearch import Elasticsearch
+
+        return Elasticsearch(
+            self.url,
+            basic_auth=(self.username, self.password) if self.username else None,
+            api_key=self.api_key or None,
+            ca_certs=self.ca_cert or None,
+            verify_certs=self.verify_certs,
+            ssl_show_warn=self.verify_certs,
+            request_timeout=self.timeout_s,
+            max_retries=1,
+            retry_on_timeout=False,
+        )
+
+    def _slow(self) -> Any:
+        return self.client.options(request_timeout=self.options.bulk_timeout_s)
+
+    def _info_request(self, timeout: float) -> Mapping[str, Any]:
+        return self.client.options(request_timeout=timeout).info().body
+
+    def _check_product(self, info: Mapping[str, Any]) -> str:
+        number = str((info.get("version") or {}).get("number", "0"))
+        major = number.split(".")[0]
+        if not major.isdigit() or int(major) < 8:
+            return f"runs Elasticsearch {number}; lexsearch needs 8.x (dense_vector kNN with filters)"
+        return ""
+
+    def _classify(self, exc: Exception) -> Failure | None:
+        import elasticsearch as es
+
+        if isinstance(exc, es.UnsupportedProductError):
+            return Failure(FailureKind.PRODUCT, getattr(exc.meta, "status", ""), str(exc))
+        if isinstance(exc, es.ConnectionTimeout):
+            return Failure(FailureKind.TIMEOUT, "TIMEOUT", str(exc))
+        if isinstance(exc, es.ConnectionError):  # includes SSLError
+            return Failure(FailureKind.UNREACHABLE, "N/A", " ".join(str(exc).split())[:300])
+        if isinstance(exc, es.ApiError):
+            status = exc.meta.status
+            error_type, reason = _error_parts(exc.body, exc.message)
+            if status == 401:
+                return Failure(FailureKind.AUTH, status, reason, error_type)
+            if status == 403:
+                return Failure(FailureKind.FORBIDDEN, status, reason, error_type)
+            if status == 404 and error_type == "index_not_found_exception":
+                return Failure(FailureKind.NOT_FOUND, status, reason, error_type)
+            return Failure(FailureKind.HTTP, status, reason, error_type)
+        if isinstance(exc, es.TransportError):
+            return Failure(FailureKind.UNREACHABLE, "N/A", str(exc))
+        return None
+
+    def _search(self, index: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        return self.client.search(index=index, body=dict(body)).body
+
+    def _msearch(self, lines: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
+        return self.client.msearch(searches=lines).body["responses"]
+
+    def _count(self, index: str) -> int:
+        return int(self.client.count(index=index)["count"])
+
+    def _mget(self, index: str, ids: list[str], excludes: list[str]) -> list[Mapping[str, Any]]:
+        return self.client.mget(index=index, ids=ids, source_excludes=excludes or None).body["docs"]
+
+    def _exists(self, name: str) -> bool:
+        return bool(self.client.indices.exists(index=name))
+
+    def _create_index(self, index: str, body: Mapping[str, Any]) -> None:
+        self._slow().indices.create(index=index, settings=body.get("settings"), mappings=body.get("mappings"),
+                                    aliases=body.get("aliases"))
+
+    def _delete_indices(self, indices: list[str]) -> None:
+        self._slow().indices.delete(index=indices)
+
+    def _alias_targets(self, alias: str) -> list[str]:
+        from elasticsearch import NotFoundError
+
+        try:
+            return list(self.client.indices.get_alias(name=alias).body)
+        except NotFoundError:
+            return []
+
+    def _get_aliases(self, pattern: str) -> dict[str, list[str]]:
+        found = self.client.indices.get_alias(index=pattern, allow_no_indices=True, ignore_unavailable=True).body
+        return {index: list((body or {}).get("aliases") or {}) for index, body in found.items()}
+
+    def _update_aliases(self, actions: list[dict[str, Any]]) -> None:
+        self._slow().indices.update_aliases(actions=actions)
+
+    def _get_mapping(self, index: str) -> dict[str, Any]:
+        return dict(self.client.indices.get_mapping(index=index).body)
+
+    def _put_meta(self, index: str, meta: Mapping[str, Any]) -> None:
+        self.client.indices.put_mapping(index=index, meta=dict(meta))
+
+    def _put_settings(self, index: str, settings: Mapping[str, Any]) -> None:
+        self.client.indices.put_settings(index=index, settings=dict(settings))
+
+    def _refresh(self, index: str) -> None:
+        self._slow().indices.refresh(index=index)
+
+    def _forcemerge(self, index: str) -> None:
+        self.client.options(request_timeout=max(self.options.bulk_timeout_s, 1800.0)).indices.forcemerge(
+            index=index, max_num_segments=1)
+
+    def _analyze(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        return self.client.indices.analyze(**body).body
+
+    def _bulk(self, actions: list[dict[str, Any]]) -> Iterable[tuple[bool, dict[str, Any]]]:
+        from elasticsearch.helpers import streaming_bulk
+
+        return streaming_bulk(self._slow(), actions, chunk_size=self.options.bulk_chunk, raise_on_error=False,
+                              raise_on_exception=False, max_retries=0)
+
+    def _scan(self, index: str, body: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+        from elasticsearch.helpers import scan
+
+        return scan(self._slow(), query=dict(body), index=index, size=500, scroll="5m")
+
+
+def _error_parts(body: Any, message: Any) -> tuple[str, str]:
+    """(error type, reason) from an Elasticsearch error body."""
+    if isinstance(body, Mapping):
+        err = body.get("error")
+        if isinstance(err, Mapping):
+            return str(err.get("type", message or "")), str(err.get("reason") or err)
+        if err:
+            return str(message or ""), str(err)
+    return str(message or ""), " ".join(str(body).split())[:300]

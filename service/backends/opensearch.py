@@ -1,0 +1,165 @@
+"""The OpenSearch backend (opensearch-py): the client calls behind :class:`~service.backends._engine.EngineBackend`.
+
+Vectors live in a ``knn_vector`` field with the Lucene HNSW engine (the only k-NN engine that
+works with the k-NN plugin published on Maven Central, which has no native libraries).
+
+Example::
+
+    backend = OpenSearchBackend("http://127.0.0.1:9200")
+    backend.ensure_index("lexsearch-statutes", language="de", dim=512, embedder="use-m3")
+    backend.write("lexsearch-statutes", docs, vectors)
+    backend.probe("lexsearch-statutes", "Kaution zurück", vector, k=10)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from service.backends._engine import EngineBackend, Failure, FailureKind
+from service.backends._requests import Engine
+
+
+class OpenSearchBackend(EngineBackend):
+    """A :class:`~service.backends.base.SearchBackend` on OpenSearch 2.x (see :class:`EngineBackend` for the args)."""
+
+    kind = "opensearch"
+    engine = Engine.OPENSEARCH
+    product = "OpenSearch"
+    start_hint = "`scripts/opensearch-local start`"
+
+    def _new_client(self) -> Any:
+        from opensearchpy import OpenSearch
+
+        headers = {"Authorization": f"ApiKey {self.api_key}"} if self.api_key else None
+        return OpenSearch(
+            hosts=[self.url],
+            http_auth=(self.username, self.password) if self.username else None,
+            headers=headers,
+            ca_certs=self.ca_cert or None,
+            verify_certs=self.verify_certs,
+            ssl_show_warn=self.verify_certs,
+            timeout=self.timeout_s,
+            # one immediate retry covers a dropped keep-alive connection; timeouts are not retried
+            max_retries=1,
+            retry_on_timeout=False,
+        )
+
+    def _info_request(self, timeout: float) -> Mapping[str, Any]:
+        return self.client.info(request_timeout=timeout)
+
+    def _check_product(self, info: Mapping[str, Any]) -> str:
+        version = info.get("version") or {}
+        if version.get("distribution") != "opensearch":
+            tagline = info.get("tagline") or version.get("number") or "no version"
+            return f"is not OpenSearch (it says {tagline!r}); for Elasticsearch use --backend elasticsearch"
+        major = str(version.get("number", "0")).split(".")[0]
+        if not major.isdigit() or int(major) < 2:
+            return f"runs OpenSearch {version.get('number')}; lexsearch needs 2.4 or later (filtered Lucene kNN)"
+        return ""
+
+    def _classify(self, exc: Exception) -> Failure | None:
+        from opensearchpy import exceptions as E
+
+        if isinstance(exc, E.ConnectionTimeout):
+            return Failure(FailureKind.TIMEOUT, "TIMEOUT", str(exc.info if exc.info else exc))
+        if isinstance(exc, E.ConnectionError):  # includes SSLError
+            return Failure(FailureKind.UNREACHABLE, "N/A", _short(exc.info) if exc.info else str(exc))
+        if isinstance(exc, E.TransportError):
+            status = exc.status_code
+            error_type, reason = _error_parts(exc.info, exc.error)
+            if status == 401:
+                return Failure(FailureKind.AUTH, status, reason, error_type)
+            if status == 403:
+                return Failure(FailureKind.FORBIDDEN, status, reason, error_type)
+            if status == 404 and error_type == "index_not_found_exception":
+                return Failure(FailureKind.NOT_FOUND, status, reason, error_type)
+            return Failure(FailureKind.HTTP, status, reason, error_type)
+        return None
+
+    def _search(self, index: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        return self.client.search(index=index, body=body)
+
+    def _msearch(self, lines: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
+        return self.client.msearch(body=lines)["responses"]
+
+    def _count(self, index: str) -> int:
+        return int(self.client.count(index=index)["count"])
+
+    def _mget(self, index: str, ids: list[str], excludes: list[str]) -> list[Mapping[str, Any]]:
+        params = {"_source_excludes": ",".join(excludes)} if excludes else {}
+        return self.client.mget(index=index, body={"ids": ids}, params=params)["docs"]
+
+    def _exists(self, name: str) -> bool:
+        return bool(self.client.indices.exists(index=name))
+
+    def _create_index(self, index: str, body: Mapping[str, Any]) -> None:
+        self.client.indices.create(index=index, body=body, request_timeout=self.options.bulk_timeout_s)
+
+    def _delete_indices(self, indices: list[str]) -> None:
+        self.client.indices.delete(index=",".join(indices), request_timeout=self.options.bulk_timeout_s)
+
+    def _alias_targets(self, alias: str) -> list[str]:
+        from opensearchpy import NotFoundError
+
+        try:
+            return list(self.client.indices.get_alias(name=alias))
+        except NotFoundError:
+            return []
+
+    def _get_aliases(self, pattern: str) -> dict[str, list[str]]:
+        found = self.client.indices.get_alias(index=pattern, params={"allow_no_indices": "true",
+                                                                      "ignore_unavailable": "true"})
+        return {index: list((body or {}).get("aliases") or {}) for index, body in found.items()}
+
+    def _update_aliases(self, actions: list[dict[str, Any]]) -> None:
+        self.client.indices.update_aliases(body={"actions": actions}, request_timeout=self.options.bulk_timeout_s)
+
+    def _get_mapping(self, index: str) -> dict[str, Any]:
+        return dict(self.client.indices.get_mapping(index=index))
+
+    def _put_meta(self, index: str, meta: Mapping[str, Any]) -> None:
+        self.client.indices.put_mapping(index=index, body={"_meta": dict(meta)})
+
+    def _put_settings(self, index: str, settings: Mapping[str, Any]) -> None:
+        self.client.indices.put_settings(index=index, body=dict(settings))
+
+    def _refresh(self, index: str) -> None:
+        self.client.indices.refresh(index=index, request_timeout=self.options.bulk_timeout_s)
+
+    def _forcemerge(self, index: str) -> None:
+        # merging HNSW graphs takes minutes on large corpora; the call waits for it
+        self.client.indices.forcemerge(index=index, max_num_segments=1,
+                                       request_timeout=max(self.options.bulk_timeout_s, 1800.0))
+
+    def _analyze(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        return self.client.indices.analyze(body=dict(body))
+
+    def _bulk(self, actions: list[dict[str, Any]]) -> Iterable[tuple[bool, dict[str, Any]]]:
+        from opensearchpy.helpers import streaming_bulk
+
+        return streaming_bulk(self.client, actions, chunk_size=self.options.bulk_chunk, raise_on_error=False,
+                              raise_on_exception=False, max_retries=0, request_timeout=self.options.bulk_timeout_s)
+
+    def _scan(self, index: str, body: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+        from opensearchpy.helpers import scan
+
+        return scan(self.client, query=dict(body), index=index, size=500, scroll="5m",
+                    request_timeout=self.options.bulk_timeout_s)
+
+
+def _error_parts(info: Any, error: Any) -> tuple[str, str]:
+    """(error type, reason) from an engine error body."""
+    if isinstance(info, Mapping):
+        err = info.get("error")
+        if isinstance(err, Mapping):
+            root = (err.get("root_cause") or [{}])[0] if isinstance(err.get("root_cause"), list) else {}
+            reason = str(err.get("reason") or root.get("reason") or err)
+            return str(err.get("type", error or "")), reason
+        if err:
+            return str(error or ""), str(err)
+    return str(error or ""), _short(info)
+
+
+def _short(value: Any) -> str:
+    return " ".join(str(value).split())[:300]
