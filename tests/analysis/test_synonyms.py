@@ -35,4 +35,5 @@ def test_query_weights_keep_the_users_words_at_full_weight() -> None:
     weights = analyzer_for("de").query_weights("Der Vermieter gibt die Kaution nicht zurück")
     assert weights["kaution"] == 1.0
     assert weights["mietzinsdepot"] == SYNONYM_WEIGHT
-    assert analyzer_for("zh").query_weights("房东不退押金") == {t: 1.0 for t in analyzer_for("zh").tokens("房东不退押金")}
+    chinese = analyzer_for("zh")
+    assert chinese.query_weights("房东不退押金") == {t: 1.0 for t in chinese.tokens("房东不退押金")}

@@ -84,7 +84,7 @@ def test_filter_restricts_results(cli, indexed) -> None:
     (["search", "Kaution", "--top", "0"], "k must be between"),
 ])
 def test_bad_search_input_is_a_clear_error(cli, indexed, argv, message) -> None:
-    code, out, err = cli(*argv, "--index", indexed)
+    code, _, err = cli(*argv, "--index", indexed)
     assert code == 2
     assert message in err
     assert "Traceback" not in err
