@@ -19,9 +19,15 @@ install: $(BIN)/python
 install-dev: $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[st,dev]'
 
-## system-deps: Debian packages the tests start for real (Redis); OpenSearch comes from Maven via scripts/
+## system-deps: Debian packages the tests need: Redis (started for real), a JDK 17 with Maven, curl and unzip
+## (scripts/opensearch-local and scripts/elasticsearch-local assemble the engines from Maven Central)
+SYSTEM_PACKAGES := redis-server:redis-server javac:openjdk-17-jdk-headless mvn:maven curl:curl unzip:unzip
 system-deps:
-	@command -v redis-server >/dev/null || (apt-get update -qq && apt-get install -y -qq redis-server >/dev/null)
+	@missing=""; for pair in $(SYSTEM_PACKAGES); do \
+	  command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
 
 ## demo: index the shipped Swiss law excerpt with the embedded engine and answer an example question
 demo: install
