@@ -111,7 +111,8 @@ class ElasticsearchBackend(EngineBackend):
             return []
 
     def _get_aliases(self, pattern: str) -> dict[str, list[str]]:
-        found = self.client.indices.get_alias(index=pattern, allow_no_indices=True, ignore_unavailable=True).body
+        found = self.client.indices.get_alias(index=pattern, allow_no_indices=True, ignore_unavailable=True,
+                                                expand_wildcards="open").body
         return {index: list((body or {}).get("aliases") or {}) for index, body in found.items()}
 
     def _update_aliases(self, actions: list[dict[str, Any]]) -> None:

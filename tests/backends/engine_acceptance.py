@@ -11,7 +11,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -48,13 +48,14 @@ court = "court_name"
 
 @dataclass
 class EngineHandle:
-    """A real node and the backend class that talks to it."""
+    """A real node, the backend class that talks to it and the node's credentials (none for OpenSearch)."""
 
     url: str
     backend_class: type[EngineBackend]
+    auth: dict[str, str] = field(default_factory=dict)
 
     def backend(self, **kwargs: Any) -> EngineBackend:
-        return self.backend_class(self.url, **kwargs)
+        return self.backend_class(self.url, **{**self.auth, **kwargs})
 
 
 class EngineAcceptance:

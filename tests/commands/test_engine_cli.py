@@ -2,7 +2,8 @@
 
 Covers the happy path (index, alias-swap rebuild, search, eval, attached index) and the failures
 the CLI must report clearly, with a non-zero exit, within 10 seconds: an engine that is down, a
-wrong URL, wrong credentials and a missing index.
+wrong URL, wrong credentials and a missing index. Credentials are checked by the Elasticsearch
+node's own x-pack security (file-realm user and a real API key); the OpenSearch node has none.
 """
 
 from __future__ import annotations
@@ -45,6 +46,17 @@ def lexsearch(env: dict[str, str], *argv: str, extra_env: dict[str, str] | None 
     proc = subprocess.run([sys.executable, "-m", "service.cli", *argv], capture_output=True, text=True,
                           env={**env, **(extra_env or {})}, timeout=timeout, check=False)
     return proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start
+
+
+@pytest.fixture(scope="module")
+def es_index(env, elasticsearch_url, elasticsearch_credentials) -> str:
+    """The mini corpus indexed on the secured Elasticsearch node through the CLI, with basic auth."""
+    name = unique_index("cli-es")
+    code, _, err, _ = lexsearch(env, "index", "--data", str(MINI), "--backend", "elasticsearch", "--url",
+                                elasticsearch_url, *elasticsearch_credentials.cli, "--index", name)
+    assert code == 0, err
+    yield name
+    ElasticsearchBackend(elasticsearch_url, **elasticsearch_credentials.kwargs).drop(name)
 
 
 @pytest.fixture(scope="module")
@@ -173,34 +185,69 @@ def test_wrong_url_another_http_server(env) -> None:
         httpd.shutdown()
 
 
-def test_wrong_url_the_other_product(env, opensearch_url, elasticsearch_url) -> None:
+def test_wrong_url_the_other_product(env, opensearch_url, elasticsearch_url, elasticsearch_credentials) -> None:
     result = lexsearch(env, "search", "Kaution", "--backend", "opensearch", "--url", elasticsearch_url,
-                       "--index", "x")
+                       *elasticsearch_credentials.cli, "--index", "x")
     assert_fails_fast(result, "is not OpenSearch")
     result = lexsearch(env, "search", "Kaution", "--backend", "elasticsearch", "--url", opensearch_url,
                        "--index", "x")
     assert_fails_fast(result, "is not Elasticsearch")
 
 
-def test_wrong_credentials(env, auth_gate, os_index) -> None:
-    result = lexsearch(env, "search", "Kaution", "--backend", "opensearch", "--url", auth_gate.url,
-                       "--username", "lex", "--password", "wrong", "--index", os_index)
-    assert_fails_fast(result, "refused the credentials (HTTP 401)")
-    code, out, err, _ = lexsearch(env, "search", "Kaution", "--backend", "opensearch", "--url", auth_gate.url,
-                                  "--username", "lex", "--password", "right", "--index", os_index, "--top", "2")
+def test_search_json_on_elasticsearch_with_basic_auth(env, elasticsearch_url, elasticsearch_credentials,
+                                                      es_index) -> None:
+    code, out, err, _ = lexsearch(env, "search", "Testament unter Drohung errichtet", "--backend", "elasticsearch",
+                                  "--url", elasticsearch_url, *elasticsearch_credentials.cli, "--index", es_index,
+                                  "--json", "--top", "3", "--filter", "law=ZGB")
+    assert code == 0, err
+    hits = json.loads(out)["hits"]
+    assert hits and hits[0]["citation"] in ("Art. 469 ZGB", "5A_666/2012")
+    assert all(h["law"] == "ZGB" for h in hits)
+
+
+@pytest.mark.parametrize("command", ["search", "index"])
+def test_wrong_credentials(env, elasticsearch_url, elasticsearch_credentials, es_index, command) -> None:
+    argv = {"search": ["search", "Kaution"], "index": ["index", "--update", "--data", str(MINI)]}[command]
+    refused = f"Elasticsearch at {elasticsearch_url} refused the credentials (HTTP 401)"
+    result = lexsearch(env, *argv, "--backend", "elasticsearch", "--url", elasticsearch_url, "--username",
+                       elasticsearch_credentials.username, "--password", "not-the-password", "--index", es_index)
+    assert_fails_fast(result, refused)
+    assert result[0] == 3  # EngineUnavailable
+    assert "check --username/--password or --api-key" in result[2]
+    # no credentials at all: the secured node refuses too
+    result = lexsearch(env, *argv, "--backend", "elasticsearch", "--url", elasticsearch_url, "--index", es_index)
+    assert_fails_fast(result, refused)
+    assert result[0] == 3
+
+
+def test_right_credentials_and_api_key(env, elasticsearch_url, elasticsearch_credentials, elasticsearch_api_key,
+                                       es_index) -> None:
+    code, out, err, _ = lexsearch(env, "search", "Kaution", "--backend", "elasticsearch", "--url",
+                                  elasticsearch_url, *elasticsearch_credentials.cli, "--index", es_index, "--top", "2")
     assert code == 0, err
     assert out.strip()
+    # a real API key, made on the node with POST /_security/api_key
+    code, out, err, _ = lexsearch(env, "search", "Kaution", "--backend", "elasticsearch", "--url",
+                                  elasticsearch_url, "--api-key", elasticsearch_api_key, "--index", es_index,
+                                  "--json", "--top", "2")
+    assert code == 0, err
+    assert json.loads(out)["hits"]
+    result = lexsearch(env, "search", "Kaution", "--backend", "elasticsearch", "--url", elasticsearch_url,
+                       "--api-key", "bm9wZTpub3Bl", "--index", es_index)
+    assert_fails_fast(result, f"Elasticsearch at {elasticsearch_url} refused the credentials (HTTP 401)")
 
 
 @pytest.mark.parametrize("backend", ["opensearch", "elasticsearch"])
-def test_missing_index(env, backend, request) -> None:
+def test_missing_index(env, backend, request, elasticsearch_credentials) -> None:
     url = request.getfixturevalue(f"{backend}_url")
-    result = lexsearch(env, "search", "Kaution", "--backend", backend, "--url", url, "--index",
+    auth = elasticsearch_credentials.cli if backend == "elasticsearch" else []
+    result = lexsearch(env, "search", "Kaution", "--backend", backend, "--url", url, *auth, "--index",
                        "lexsearch-no-such-index")
     assert_fails_fast(result, "no index or alias named 'lexsearch-no-such-index'")
     assert result[0] == 2
 
 
-def test_missing_index_elasticsearch_backend_class(elasticsearch_url) -> None:
-    assert not ElasticsearchBackend(elasticsearch_url).exists("lexsearch-no-such-index")
+def test_missing_index_elasticsearch_backend_class(elasticsearch_url, elasticsearch_credentials) -> None:
+    assert not ElasticsearchBackend(elasticsearch_url, **elasticsearch_credentials.kwargs).exists(
+        "lexsearch-no-such-index")
     assert Path(MINI).is_dir()

@@ -6,32 +6,54 @@ which takes minutes) and yield the node URL from the script's last stdout line. 
 left running for later sessions. ``LEXSEARCH_TEST_OPENSEARCH_URL`` / ``LEXSEARCH_TEST_ELASTICSEARCH_URL``
 point the tests at an already running node instead.
 
-Nothing is mocked: a node that cannot be started fails the tests that need it, with the
-script's output.
+The Elasticsearch node runs with x-pack security on (a file-realm superuser, plain HTTP on
+loopback): every request needs :func:`elasticsearch_credentials` (``ELASTICSEARCH_USER`` /
+``ELASTICSEARCH_PASSWORD``, the same variables and defaults as the script) or an API key
+(:func:`elasticsearch_api_key`). The OpenSearch node has no security plugin.
 
-Also here: :func:`unique_index` (a fresh index name per test class) and :class:`AuthGate`, a
-basic-auth reverse proxy in front of a real node, used to check how lexsearch reports refused
-credentials (the local nodes run without a security plugin, so they never answer 401 themselves).
+Nothing is mocked: a node that cannot be started fails the tests that need it, with the
+script's output. Also here: :func:`unique_index` (a fresh index name per test class).
 """
 
 from __future__ import annotations
 
-import base64
-import http.client
 import os
 import subprocess
-import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 1800
 """The first start downloads and assembles the node (Maven Central), later ones take seconds."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Basic-auth credentials for a node, in the two shapes the tests need."""
+
+    username: str
+    password: str
+
+    @property
+    def kwargs(self) -> dict[str, str]:
+        """Keyword arguments for an :class:`~service.backends._engine.EngineBackend`."""
+        return {"username": self.username, "password": self.password}
+
+    @property
+    def cli(self) -> list[str]:
+        """``lexsearch`` command-line options."""
+        return ["--username", self.username, "--password", self.password]
+
+
+ELASTICSEARCH_CREDENTIALS = Credentials(
+    os.environ.get("ELASTICSEARCH_USER") or "lexsearch",
+    os.environ.get("ELASTICSEARCH_PASSWORD") or "lexsearch-test-password",
+)
+"""The superuser ``scripts/elasticsearch-local`` creates (same variables, same defaults)."""
 
 
 def start_node(script: str, env_override: str) -> str:
@@ -62,86 +84,34 @@ def opensearch_url() -> str:
 
 @pytest.fixture(scope="session")
 def elasticsearch_url() -> str:
-    """URL of the real local Elasticsearch 8.19 node (started through ``scripts/elasticsearch-local``)."""
+    """URL of the real local Elasticsearch 8.19 node (started through ``scripts/elasticsearch-local``).
+
+    The node is secured: pair the URL with :func:`elasticsearch_credentials` or :func:`elasticsearch_api_key`.
+    """
     return start_node("elasticsearch-local", "LEXSEARCH_TEST_ELASTICSEARCH_URL")
+
+
+@pytest.fixture(scope="session")
+def elasticsearch_credentials() -> Credentials:
+    """The superuser of the local Elasticsearch node (``ELASTICSEARCH_USER`` / ``ELASTICSEARCH_PASSWORD``)."""
+    return ELASTICSEARCH_CREDENTIALS
+
+
+@pytest.fixture(scope="session")
+def elasticsearch_api_key(elasticsearch_url: str, elasticsearch_credentials: Credentials) -> Iterator[str]:
+    """A real API key (the ``encoded`` form) created on the node with ``POST /_security/api_key``; invalidated after."""
+    from elasticsearch import Elasticsearch
+
+    client = Elasticsearch(elasticsearch_url, basic_auth=(elasticsearch_credentials.username,
+                                                          elasticsearch_credentials.password), request_timeout=30)
+    key = client.security.create_api_key(name=f"lexsearch-test-{uuid.uuid4().hex[:8]}", expiration="1h").body
+    try:
+        yield key["encoded"]
+    finally:
+        client.security.invalidate_api_key(ids=[key["id"]])
+        client.close()
 
 
 def unique_index(prefix: str) -> str:
     """A fresh lowercase index name, so test runs never see each other's indices."""
     return f"lexsearch-test-{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-class AuthGate:
-    """A reverse proxy on 127.0.0.1 that forwards to ``upstream`` only with the right basic-auth header.
-
-    Wrong or missing credentials get ``401`` with an Elasticsearch-style error body, as a node
-    with its security plugin enabled answers.
-    """
-
-    def __init__(self, upstream: str, *, username: str, password: str) -> None:
-        parts = urlsplit(upstream)
-        self.upstream_host = parts.hostname or "127.0.0.1"
-        self.upstream_port = parts.port or 9200
-        token = base64.b64encode(f"{username}:{password}".encode()).decode()
-        self.expected = f"Basic {token}"
-        self._httpd: ThreadingHTTPServer | None = None
-        self.url = ""
-
-    def start(self) -> AuthGate:
-        gate = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:  # keep test output clean
-                pass
-
-            def _forward(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else None
-                if self.headers.get("Authorization") != gate.expected:
-                    payload = (b'{"error":{"type":"security_exception","reason":"unable to authenticate user"},'
-                               b'"status":401}')
-                    self.send_response(401)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("WWW-Authenticate", 'Basic realm="security"')
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                    return
-                conn = http.client.HTTPConnection(gate.upstream_host, gate.upstream_port, timeout=30)
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "authorization")}
-                conn.request(self.command, self.path, body=body, headers=headers)
-                resp = conn.getresponse()
-                data = resp.read()
-                self.send_response(resp.status)
-                for key, value in resp.getheaders():
-                    if key.lower() not in ("transfer-encoding", "connection", "content-length"):
-                        self.send_header(key, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(data)
-                conn.close()
-
-            do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _forward
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-
-@pytest.fixture
-def auth_gate(opensearch_url: str) -> Iterator[AuthGate]:
-    """An :class:`AuthGate` (user ``lex``, password ``right``) in front of the real OpenSearch node."""
-    gate = AuthGate(opensearch_url, username="lex", password="right").start()
-    try:
-        yield gate
-    finally:
-        gate.stop()
