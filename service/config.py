@@ -495,6 +495,19 @@ class Settings:
                       base=self)
 
 
+def parse_flag(value: Any) -> bool | None:
+    """A boolean from a bool or a string such as ``1/0``, ``true/false``, ``yes/no``, ``on/off``;
+    ``None`` when the value is none of these."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    return None
+
+
 def _as_dict(section: Any) -> dict[str, Any]:
     return {f.name: getattr(section, f.name) for f in dataclasses.fields(section)}
 
@@ -513,14 +526,10 @@ def _coerce(value: Any, target: Any, where: str) -> Any:
             return None
         return _coerce(value, args[0], where)
     if target is bool:
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower()
-        if text in ("1", "true", "yes", "on"):
-            return True
-        if text in ("0", "false", "no", "off"):
-            return False
-        raise ValueError(f"{where} must be true or false, got {value!r}")
+        flag = parse_flag(value)
+        if flag is None:
+            raise ValueError(f"{where} must be true or false, got {value!r}")
+        return flag
     if target is int:
         if isinstance(value, bool):
             raise ValueError(f"{where} must be an integer, got {value!r}")

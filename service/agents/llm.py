@@ -74,13 +74,14 @@ ROLES = (
     "complexity",
 )
 COMPLEXITY_DIMENSIONS = (
-    "terminology_gap",
-    "implicit_conditions",
-    "multi_issue",
-    "procedural",
-    "ambiguity",
+    "reasoning_chain",
+    "knowledge_integration",
+    "domain_span",
+    "relational_reasoning",
+    "conditional_density",
 )
-"""The five intrinsic-complexity dimensions the ``complexity`` prompt estimates, each 0..1."""
+"""The five CoAL-RAG intrinsic-complexity dimensions the ``complexity`` prompt rates, each 0..1
+(the same names and order as ``service.routing.complexity.DIMENSION_NAMES``)."""
 
 # --- prompts ---------------------------------------------------------------------------------
 

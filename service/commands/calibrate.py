@@ -1,17 +1,20 @@
 """``lexsearch calibrate``: fit routing thresholds, gamma and the score-cliff cut on a training split.
 
-For every query of the split (``fit`` for our derived splits) it runs the routed pipeline's probe
-once, records both complexity parts, then runs every tier's strategy on the same probe and records
-Recall@10, latency and the ranking. Grid searches (``service.routing.tuning``) then pick the
-thresholds and gamma with the best Recall@10 within a latency budget, and the cut parameters with
-the best set F1. The result is written into the index's metadata (entry ``routing``), next to the
-label-free QSI calibration (entry ``qsi``, made first when missing).
+For every query of the split it runs the routed pipeline's probe once, records both complexity
+parts, then runs every tier's strategy on the same probe and records Recall@10, latency and the
+ranking. Grid searches (``service.routing.tuning``) then pick the thresholds and gamma (the best
+Recall@10 within a recall floor and a latency budget, both relative to always running the top
+tier) and the cut parameters (the best set F1). The result is written into the index's metadata
+(entry ``routing``), next to the label-free QSI calibration (entry ``qsi``, made first when missing).
 
-It refuses evaluation splits (dev, test, ...): calibration must never see them.
+It refuses evaluation splits (dev, test, ...): calibration must never see them. It also refuses
+a model folder trained on the very queries it calibrates on (they would be scored in-sample).
 
 Example::
 
-    lexsearch calibrate --data data/stard-split --split fit --limit 300
+    lexsearch split --data data/stard-split --from fit --parts cal_train=0.7,cal_hold=0.3 --out var/stard-cal
+    lexsearch train --data var/stard-cal --split cal_train --out var/stard-cal-models
+    lexsearch calibrate --data var/stard-cal --split cal_hold --model var/stard-cal-models
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import argparse
 import json
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -48,8 +52,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--data", required=True, help="dataset folder (corpus*.jsonl, queries.<split>.tsv, qrels)")
     p.add_argument("--split", required=True, help="training split, e.g. fit or train")
     p.add_argument("--limit", type=int, default=0, help="use only the first N queries (0 = all)")
-    p.add_argument("--latency-budget", type=float, default=0.4,
-                   help="mean latency allowed, as a share of always running the top tier (default 0.4)")
+    p.add_argument("--recall-target", type=float, default=0.95,
+                   help="Recall@10 to keep, as a share of always running the top tier (default 0.95)")
+    p.add_argument("--latency-budget", type=float, default=0.5,
+                   help="mean latency allowed, as a share of always running the top tier (default 0.5)")
+    p.add_argument("--confidence", type=float, default=0.9,
+                   help="the recall floor must hold on this bootstrap lower confidence bound (default 0.9)")
     p.add_argument("--dry-run", action="store_true", help="print the choice without storing it")
     p.add_argument("--json", dest="json_out", metavar="OUT", help="also write the calibration as JSON to OUT")
     add_common_options(p)
@@ -65,6 +73,29 @@ def check_training_split(split: str) -> None:
     if split.strip().lower() in EVALUATION_SPLITS:
         raise InvalidInput(f"calibrate fits on training data only; {split!r} is an evaluation split. "
                            "Use the fit or train split.")
+
+
+def check_models_not_trained_on(model_dir: str, dataset: Dataset, split: str) -> None:
+    """Refuse to calibrate on the very queries the trained models learned from.
+
+    Their memory and rerankers would score those queries in-sample, so every tier that uses them
+    would look better than it is. Calibrate on a held-out part instead (``lexsearch split`` the
+    training split, train on one part, calibrate on the other).
+
+    Raises:
+        InvalidInput: when the model folder's manifest names this dataset folder and split.
+    """
+    if not model_dir:
+        return
+    try:
+        manifest = json.loads((Path(model_dir) / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # unreadable models are reported by the pipelines that load them
+    data, trained_split = manifest.get("data"), manifest.get("split")
+    if data and trained_split == split and Path(data).resolve() == dataset.path.resolve():
+        raise InvalidInput(f"the models in {model_dir} were trained on {split!r} of {data}; calibrating on the "
+                           "same queries would score them in-sample. Train on one part of the split and "
+                           "calibrate on another (see docs/ROUTING.md).")
 
 
 def collect_fit_data(pipe: Any, queries: Sequence[Query], qrels: dict[str, set[str]], *, index: str,
@@ -85,6 +116,12 @@ def collect_fit_data(pipe: Any, queries: Sequence[Query], qrels: dict[str, set[s
     relevant = []
     params = pipe.params(index)
     max_chars = pipe.settings.retrieval.max_query_chars
+    if queries:  # warm-up, untimed: the first call of a strategy loads models and builds per-index resources
+        warm = SearchRequest(query=queries[0].text[:max_chars], index=index, k=max(10, params.cut_depth),
+                             lang=queries[0].lang)
+        warm_probe = pipe.probe(warm, params, Stopwatch())
+        for tier in range(tiers):
+            pipe.run_strategy(tier, warm, warm_probe, params)
     for query in tqdm(queries, desc="calibrate", unit="q", disable=not progress, leave=False):
         request = SearchRequest(query=query.text[:max_chars], index=index, k=max(10, params.cut_depth),
                                 lang=query.lang, qid=query.qid)
@@ -127,8 +164,9 @@ def calibration_entry(routing: RoutingChoice, cut: CutChoice, *, dataset: str, s
     }
 
 
-def calibrate(runtime: Runtime, dataset: Dataset, split: str, *, limit: int = 0, latency_budget: float = 0.4,
-              store: bool = True, progress: bool = False) -> dict[str, Any]:
+def calibrate(runtime: Runtime, dataset: Dataset, split: str, *, limit: int = 0, recall_target: float = 0.95,
+              latency_budget: float = 0.5, confidence: float | None = 0.9, store: bool = True,
+              progress: bool = False) -> dict[str, Any]:
     """Calibrate routing for the dataset's index on ``split`` and (unless ``store`` is false) store it.
 
     Returns:
@@ -138,8 +176,11 @@ def calibrate(runtime: Runtime, dataset: Dataset, split: str, *, limit: int = 0,
         InvalidInput: for an evaluation split, an empty split, or a bad budget.
     """
     check_training_split(split)
-    if not 0.0 < latency_budget <= 1.0:
-        raise InvalidInput("--latency-budget must be in (0, 1]")
+    check_models_not_trained_on(runtime.settings.index.model_dir, dataset, split)
+    if not 0.0 < latency_budget <= 1.0 or not 0.0 < recall_target <= 1.0:
+        raise InvalidInput("--latency-budget and --recall-target must be in (0, 1]")
+    if confidence is not None and not 0.0 < confidence < 1.0:
+        raise InvalidInput("--confidence must be in (0, 1)")
     queries = dataset.queries(split)
     qrels = dataset.qrels(split)
     if limit:
@@ -151,7 +192,7 @@ def calibrate(runtime: Runtime, dataset: Dataset, split: str, *, limit: int = 0,
     pipe = runtime.pipeline("routed")
     pipe.forget_params(index)  # type: ignore[attr-defined]
     data = collect_fit_data(pipe, queries, qrels, index=index, progress=progress)
-    routing = search_routing(data, latency_budget=latency_budget)
+    routing = search_routing(data, recall_target=recall_target, latency_budget=latency_budget, confidence=confidence)
     cut = search_cut(routed_rankings(data, routing), data.relevant)
     entry = calibration_entry(routing, cut, dataset=dataset.name, split=split, queries=len(queries))
     if store:
@@ -165,12 +206,13 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     runtime = Runtime(settings)
     dataset = Dataset(args.data)
-    entry = calibrate(runtime, dataset, args.split, limit=args.limit, latency_budget=args.latency_budget,
-                      store=not args.dry_run, progress=progress_enabled())
+    entry = calibrate(runtime, dataset, args.split, limit=args.limit, recall_target=args.recall_target,
+                      latency_budget=args.latency_budget, confidence=args.confidence, store=not args.dry_run,
+                      progress=progress_enabled())
     fit = entry["fit"]
     r, c = fit["routing"], fit["cut"]
     print(f"thresholds {entry['thresholds']}  gamma {entry['gamma']}  "
-          f"tier shares {r['tier_shares']}  feasible {r['feasible']}")
+          f"tier shares {r['tier_shares']}  rule {r['rule']}")
     print(f"fit R@10 {r['fit_recall@10']:.4f} at {r['fit_latency_ms']:.1f} ms mean "
           f"(top tier always: {r['reference_recall@10']:.4f} at {r['reference_latency_ms']:.1f} ms)")
     print(f"cut sigma {entry['cut']['sigma']} min_k {entry['cut']['min_k']} max_k {entry['cut']['max_k']}: "

@@ -81,3 +81,16 @@ def test_eval_routed_with_ablation_flags(cli, fit_dataset, tmp_path) -> None:  #
     (result,) = json.loads(out_json.read_text(encoding="utf-8"))
     assert result["pipeline"] == "routed" and set(result["set"]) == {"precision", "recall", "f1"}
     assert "set P/R/F1" in out
+
+
+def test_models_trained_on_the_calibration_queries_are_refused(fit_dataset, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from service.commands.calibrate import check_models_not_trained_on
+    from service.corpus.datasets import Dataset
+
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "manifest.json").write_text(json.dumps({"data": str(fit_dataset), "split": "fit"}), encoding="utf-8")
+    with pytest.raises(InvalidInput, match="in-sample"):
+        check_models_not_trained_on(str(models), Dataset(fit_dataset), "fit")
+    check_models_not_trained_on(str(models), Dataset(fit_dataset), "cal_hold")  # another split: fine
+    check_models_not_trained_on("", Dataset(fit_dataset), "fit")                # no models: fine

@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""Routing benchmark (issue 5): routed vs always-agentic, cliff cut vs fixed top-10, ablations, tiers.
+
+    python scripts/bench_routing.py --out runs/routing.json --models stard=models/stard \
+        --models gerlayqa=models/gerlayqa stard=data/stard-split gerlayqa=data/gerlayqa-split
+    python scripts/plot_routing_tiers.py runs/routing.json docs/routing-tiers.png
+
+For each dataset folder (a derived split folder with ``fit`` and ``dev``):
+
+1. Calibration, on the fit split only. The trained models were fitted on all of fit, so fit
+   queries would be scored in-sample (the question memory finds the question itself). The fit split
+   is therefore carved once more (``var/routing/<label>-cal``: cal_train 70% / cal_hold 30%, seed
+   7); models are trained on cal_train (``var/routing/<label>-cal-models``, reused when present),
+   and ``lexsearch calibrate`` runs on cal_hold with them (the first ``--fit-limit`` queries).
+   Thresholds, gamma and the cut are stored with the index; QSI's label-free calibration is made
+   first if missing.
+2. ONE pass over the dev split with the models trained on all of fit (``--models LABEL=DIR``). For
+   every query each configuration runs once, one after the other, in an order that rotates from
+   query to query so load drift on the shared machine hits all of them alike; the query-embedding
+   cache is cleared before each, so every configuration pays for its own embedding. Configurations:
+   always-agentic (the tier-3 strategy: full agentic), routed, routed without intrinsic complexity,
+   routed without retrieval consistency, and plain hybrid (tier 0). "Routed without dynamic cut" is
+   the routed run's own ranking with a fixed top-10 set (the cut is a pure post-processing step, so
+   the ranking and latency are those of the routed run). One untimed warm-up query per
+   configuration comes first.
+
+It prints Markdown tables (quality, latency, set precision/recall/F1, tier distribution) and writes
+everything, including per-query tiers and latencies, to ``--out`` as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from service.cli import main as cli_main
+from service.commands.calibrate import calibrate
+from service.commands.dataset_index import ensure_dataset_index
+from service.config import load_settings
+from service.corpus.datasets import Dataset, carve_split
+from service.evaluation import metrics
+from service.pipelines.base import SearchRequest
+from service.pipelines.build import Runtime, pipeline_names
+
+CAL_ROOT = Path("var/routing")
+CAL_TRAIN, CAL_HOLD, CAL_SEED = "cal_train", "cal_hold", 7
+CONFIGS = ("agentic", "routed", "routed-no-intrinsic", "routed-no-consistency", "hybrid")
+LABELS = {
+    "agentic": "always agentic (tier-3 strategy)",
+    "routed": "routed (full)",
+    "routed-no-intrinsic": "w/o intrinsic",
+    "routed-no-consistency": "w/o consistency",
+    "routed-no-cut": "w/o dynamic cut (fixed top-10)",
+    "hybrid": "hybrid only (tier 0)",
+}
+
+
+def _pct(values: list[float], q: float) -> float:
+    return metrics.percentile(values, q)
+
+
+def _summary(rows: list[dict[str, Any]], relevant: list[set[str]]) -> dict[str, Any]:
+    ranked = [r["ids"] for r in rows]
+    lat = [r["ms"] for r in rows]
+    out: dict[str, Any] = {
+        "recall@10": metrics.mean(metrics.recall_at(ids, rel, 10) for ids, rel in zip(ranked, relevant, strict=True)),
+        "recall@100": metrics.mean(metrics.recall_at(ids, rel, 100) for ids, rel in zip(ranked, relevant, strict=True)),
+        "mrr@10": metrics.mean(metrics.mrr_at(ids, rel, 10) for ids, rel in zip(ranked, relevant, strict=True)),
+        "latency_ms": {"mean": metrics.mean(lat), "p50": _pct(lat, 50), "p95": _pct(lat, 95)},
+        "llm_calls_mean": metrics.mean(r["llm_calls"] for r in rows),
+    }
+    tiers = [r.get("tier") for r in rows]
+    if all(t is not None for t in tiers):
+        out["tier_shares"] = [tiers.count(t) / len(tiers) for t in range(4)]
+    if all(r["returned"] is not None for r in rows):
+        scores = [metrics.set_scores(r["ids"][: r["returned"]], rel) for r, rel in zip(rows, relevant, strict=True)]
+        out["set"] = {"precision": metrics.mean(s[0] for s in scores), "recall": metrics.mean(s[1] for s in scores),
+                      "f1": metrics.mean(s[2] for s in scores),
+                      "mean_size": metrics.mean(r["returned"] for r in rows)}
+    return out
+
+
+def _requests(runtime: Runtime, index: str, text: str, qid: str, lang: str) -> dict[str, SearchRequest]:
+    routed = runtime.pipeline("routed")
+    tier3 = dict(routed.router.strategy(3).options)  # type: ignore[attr-defined]
+    text = text[: runtime.settings.retrieval.max_query_chars]
+
+    def req(**options: Any) -> SearchRequest:
+        return SearchRequest(query=text, index=index, k=100, lang=lang, qid=qid, options=options)
+
+    # Without the agents package (--allow-fallback) "agentic" is the routed pipeline forced to tier 3,
+    # which falls back to hybrid fusion and says so in its trace.
+    agentic = req(**tier3) if "agentic" in pipeline_names() else req(tier=3)
+    return {"agentic": agentic, "routed": req(), "routed-no-intrinsic": req(no_intrinsic=True),
+            "routed-no-consistency": req(no_consistency=True), "hybrid": req()}
+
+
+def _pipeline_for(config: str) -> str:
+    if config == "agentic" and "agentic" not in pipeline_names():
+        return "routed"
+    return config if config in ("agentic", "hybrid") else "routed"
+
+
+def calibration_setup(runtime: Runtime, label: str, folder: str) -> tuple[Dataset, str]:
+    """The held-out calibration folder carved from fit, and models trained on its other part."""
+    cal_folder = CAL_ROOT / f"{label}-cal"
+    if not (cal_folder / f"queries.{CAL_HOLD}.tsv").is_file():
+        carve_split(Dataset(folder), "fit", cal_folder, parts={CAL_TRAIN: 0.7, CAL_HOLD: 0.3}, seed=CAL_SEED)
+    cal_models = CAL_ROOT / f"{label}-cal-models"
+    if not (cal_models / "manifest.json").is_file():
+        print(f"## {label}: training calibration models on {CAL_TRAIN} ...", file=sys.stderr, flush=True)
+        code = cli_main(["train", "--data", str(cal_folder), "--split", CAL_TRAIN, "--out", str(cal_models)])
+        if code:
+            raise SystemExit(f"training the calibration models failed ({code})")
+    return Dataset(cal_folder), str(cal_models)
+
+
+def bench_dataset(runtime: Runtime, label: str, folder: str, *, fit_limit: int, dev_limit: int,
+                  recall_target: float, latency_budget: float) -> dict[str, Any]:
+    dataset = Dataset(folder)
+    index = ensure_dataset_index(runtime, dataset)
+    cal_dataset, cal_models = calibration_setup(runtime, label, folder)
+    cal_runtime = Runtime(runtime.settings.replace(index={"model_dir": cal_models}), embedder=runtime.embedder)
+    print(f"\n## {label}: calibrating on {CAL_HOLD} ({fit_limit or 'all'} queries) ...", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    entry = calibrate(cal_runtime, cal_dataset, CAL_HOLD, limit=fit_limit, recall_target=recall_target,
+                      latency_budget=latency_budget)
+    calibrate_s = time.perf_counter() - started
+    queries, qrels = dataset.queries("dev"), dataset.qrels("dev")
+    if dev_limit:
+        queries = queries[:dev_limit]
+    print(f"## {label}: {len(queries)} dev queries x {len(CONFIGS)} configurations ...", file=sys.stderr, flush=True)
+    if queries:  # warm-up, untimed: models, per-index resources and the embedder load on first use
+        for config, request in _requests(runtime, index, queries[0].text, "warm-up", queries[0].lang).items():
+            runtime.pipeline(_pipeline_for(config)).run(request)
+    rows: dict[str, list[dict[str, Any]]] = {c: [] for c in CONFIGS}
+    per_query = []
+    relevant = []
+    for i, query in enumerate(queries):
+        relevant.append(qrels.get(query.qid, set()))
+        requests = _requests(runtime, index, query.text, query.qid, query.lang)
+        order = CONFIGS[i % len(CONFIGS):] + CONFIGS[: i % len(CONFIGS)]
+        record: dict[str, Any] = {"qid": query.qid}
+        for config in order:
+            runtime.embedder.clear_query_cache()
+            pipe = runtime.pipeline(_pipeline_for(config))
+            start = time.perf_counter()
+            response = pipe.run(requests[config])
+            ms = (time.perf_counter() - start) * 1000.0
+            trace = response.trace
+            rows[config].append({"ids": [h.doc_id for h in response.hits], "ms": ms, "returned": response.returned,
+                                 "llm_calls": int(trace.get("llm_calls", 0) or 0),
+                                 "tier": trace.get("routing", {}).get("tier")})
+            if config == "routed":
+                routing = trace["routing"]
+                record.update(tier=routing["tier"], score=routing["score"], qsi=routing["qsi"], rdi=routing["rdi"],
+                              ran=routing["ran"], fallback=routing["fallback"], routed_ms=ms,
+                              stages_ms=trace["timings_ms"], cut=trace["cut"]["returned"])
+            elif config == "agentic":
+                record["agentic_ms"] = ms
+        per_query.append(record)
+        if (i + 1) % 25 == 0:
+            print(f"   {i + 1}/{len(queries)}", file=sys.stderr, flush=True)
+    no_cut = [{**r, "returned": min(10, len(r["ids"]))} for r in rows["routed"]]
+    summaries = {c: _summary(rows[c], relevant) for c in CONFIGS}
+    summaries["routed-no-cut"] = _summary(no_cut, relevant)
+    tiers = [q["tier"] for q in per_query]
+    tier_info = {"count": [tiers.count(t) for t in range(4)],
+                 "share": [tiers.count(t) / len(tiers) for t in range(4)],
+                 "latency_mean_ms": [statistics.fmean([q["routed_ms"] for q in per_query if q["tier"] == t])
+                                     if t in tiers else None for t in range(4)],
+                 "fallbacks": sum(1 for q in per_query if q["fallback"])}
+    return {"folder": folder, "index": index, "queries": len(queries), "calibration": entry,
+            "calibrate_seconds": round(calibrate_s, 1), "summaries": summaries, "tiers": tier_info,
+            "per_query": per_query}
+
+
+def _markdown(label: str, result: dict[str, Any]) -> str:
+    s = result["summaries"]
+    agentic = s["agentic"]
+    lines = [f"### {label} dev ({result['queries']} queries)", "",
+             "| configuration | R@10 | MRR@10 | R@100 | mean ms | p50 ms | p95 ms | R@10 vs agentic "
+             "| mean latency vs agentic | LLM calls/q |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for config in ("agentic", "routed", "routed-no-intrinsic", "routed-no-consistency", "routed-no-cut", "hybrid"):
+        m = s[config]
+        lat = m["latency_ms"]
+        lines.append(f"| {LABELS[config]} | {m['recall@10']:.3f} | {m['mrr@10']:.3f} | {m['recall@100']:.3f} | "
+                     f"{lat['mean']:.0f} | {lat['p50']:.0f} | {lat['p95']:.0f} | "
+                     f"{m['recall@10'] / max(agentic['recall@10'], 1e-9):.1%} | "
+                     f"{lat['mean'] / max(agentic['latency_ms']['mean'], 1e-9):.1%} | {m['llm_calls_mean']:.2f} |")
+    lines += ["", "Ablations (paper style; every row but the last is its own routed run):", "",
+              "| routed | R@10 | MRR@10 | set P | set R | set F1 | mean ms | tiers 0/1/2/3 |",
+              "|---|---|---|---|---|---|---|---|"]
+    for config in ("routed", "routed-no-intrinsic", "routed-no-consistency", "routed-no-cut"):
+        m = s[config]
+        st, shares = m["set"], "/".join(f"{x:.0%}" for x in m.get("tier_shares", s["routed"]["tier_shares"]))
+        name = "full" if config == "routed" else LABELS[config]
+        lines.append(f"| {name} | {m['recall@10']:.3f} | {m['mrr@10']:.3f} | {st['precision']:.3f} | "
+                     f"{st['recall']:.3f} | {st['f1']:.3f} | {m['latency_ms']['mean']:.0f} | {shares} |")
+    lines += ["", "| returned set | precision | recall | F1 | mean size |", "|---|---|---|---|---|"]
+    for config, name in (("routed", "score-cliff cut"), ("routed-no-cut", "fixed top-10")):
+        st = s[config]["set"]
+        lines.append(f"| {name} | {st['precision']:.3f} | {st['recall']:.3f} | {st['f1']:.3f} | "
+                     f"{st['mean_size']:.2f} |")
+    t = result["tiers"]
+    lines += ["", "| tier | queries | share | mean routed latency ms |", "|---|---|---|---|"]
+    for tier in range(4):
+        ms = t["latency_mean_ms"][tier]
+        lines.append(f"| {tier} | {t['count'][tier]} | {t['share'][tier]:.1%} | {'-' if ms is None else f'{ms:.0f}'} |")
+    cal = result["calibration"]
+    on = cal["calibrated_on"]
+    lines += ["", f"Calibration ({on['split']} part of fit, {on['queries']} queries): thresholds {cal['thresholds']}, "
+                  f"gamma {cal['gamma']}, cut sigma {cal['cut']['sigma']} min_k {cal['cut']['min_k']} "
+                  f"max_k {cal['cut']['max_k']}; strategy fallbacks on dev: {t['fallbacks']}."]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("datasets", nargs="+", metavar="LABEL=FOLDER")
+    parser.add_argument("--fit-limit", type=int, default=300, help="fit queries used for calibration (0 = all)")
+    parser.add_argument("--dev-limit", type=int, default=0, help="dev queries (0 = all)")
+    parser.add_argument("--recall-target", type=float, default=0.95)
+    parser.add_argument("--latency-budget", type=float, default=0.5)
+    parser.add_argument("--out", help="write the full results as JSON here")
+    parser.add_argument("--models", action="append", default=[], metavar="LABEL=DIR",
+                        help="model folder trained on the dataset's fit split, for the dev pass")
+    parser.add_argument("--allow-fallback", action="store_true",
+                        help="run even when the agentic pipelines are not registered (development only)")
+    args = parser.parse_args()
+    names = pipeline_names()
+    if not {"agentic", "hybrid+rerank"} <= set(names) and not args.allow_fallback:
+        print(f"the agentic pipelines are not registered (have: {names}); nothing to compare against",
+              file=sys.stderr)
+        return 2
+    models = dict(spec.partition("=")[::2] for spec in args.models)
+    base = Runtime(load_settings())
+    report: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "machine": f"{platform.node()} {platform.processor() or platform.machine()}",
+        "command": " ".join(sys.argv),
+        "pipelines": names,
+        "models": models,
+        "datasets": {},
+    }
+    for spec in args.datasets:
+        label, _, folder = spec.partition("=")
+        settings = base.settings.replace(index={"model_dir": models.get(label, "")})
+        runtime = Runtime(settings, embedder=base.embedder)
+        result = bench_dataset(runtime, label, folder, fit_limit=args.fit_limit, dev_limit=args.dev_limit,
+                               recall_target=args.recall_target, latency_budget=args.latency_budget)
+        report["datasets"][label] = result
+        print(_markdown(label, result) + "\n", flush=True)
+        if args.out:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

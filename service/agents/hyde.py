@@ -1,0 +1,47 @@
+"""HyDE (LLM mode only): search with hypothetical statute text written for each sub-question.
+
+The LLM writes one statute-style passage per sub-question (the offline decomposition gives the
+sub-questions); each passage is embedded and searched by kNN and BM25. Passages pass the
+vocabulary check like every LLM rewrite. Offline, or when the call fails, it adds nothing.
+
+Example::
+
+    out = HydeRewriter(client).rewrite(query, evidence)
+    out.rewrites[0].text      # 'Der Vermieter hat die Mietsicherheit nach Beendigung ...'
+"""
+
+from __future__ import annotations
+
+from service.agents.base import AgentName, Evidence, Mode, RewriteOutput
+from service.agents.llm import OUTPUT_SCHEMAS, CallBudget, LlmClient, quote_json
+from service.agents.rewriters._llm import guard
+from service.agents.rewriters.decompose import choose_parts, split_issues
+from service.corpus.model import Query
+
+
+class HydeRewriter:
+    """Hypothetical answer passages by the LLM, searched like queries."""
+
+    agent = AgentName.HYDE.value
+
+    def __init__(self, client: LlmClient | None) -> None:
+        self.client = client
+
+    def rewrite(self, query: Query, evidence: Evidence) -> RewriteOutput:
+        if self.client is None or not self.client.settings.enabled:
+            return RewriteOutput([], fallback="disabled")
+        parts = choose_parts(split_issues(query.text, evidence.language)) or [query.text]
+        budget = evidence.budget or CallBudget(0, 0)
+
+        def one_per_part(value: dict[str, list[str]]) -> None:
+            if len(value["passages"]) != len(parts):
+                raise ValueError(f"expected {len(parts)} passages, one per sub-question")
+
+        outcome = self.client.complete_json(
+            "hyde", {"question": query.text, "language": evidence.language or "the question's language",
+                     "sub_questions": quote_json(parts)},
+            OUTPUT_SCHEMAS["hyde"], budget=budget, validate=one_per_part)
+        if not outcome.ok:
+            return RewriteOutput([], fallback=outcome.fallback_reason, llm=[outcome.to_trace()])
+        kept, discarded = guard(list(outcome.value["passages"]), self.agent, evidence.round, evidence)
+        return RewriteOutput(kept, mode=Mode.LLM.value, llm=[outcome.to_trace()], discarded=discarded)

@@ -1,0 +1,245 @@
+"""Trained offline models: one folder with a manifest, written by ``lexsearch train``, read by every pipeline.
+
+A model folder holds::
+
+    manifest.json          format version, what it was trained on, the embedder, the components and files
+    law_classifier.npz     question → law/section probabilities (service.agents.prefilter.LawClassifier)
+    memory.npz             training questions and their gold articles (service.rerank.priors.QuestionMemory)
+    prior.json             gold frequencies of articles (ArticlePrior)
+    term_mapping.json.gz   question term → legal term table (terminology agent)
+    adapter.npy            query-embedding adapter (terminology agent)
+    vocabulary.json.gz     document frequencies of the corpus terms (repair agent, PRF idf, LLM guard)
+    planner.json           the planner policy
+    reranker_agentic.txt   LightGBM model over agentic pools
+    reranker_hybrid.txt    LightGBM model over hybrid pools (the ``hybrid+rerank`` pipeline)
+
+Every component is optional; pipelines use what is there and say in their trace what was missing.
+Everything is keyed by corpus document ids, never by index names, so a folder trained on one
+dataset folder serves any other that shares the corpus.
+
+Example::
+
+    models = load_models("models/stard")       # cached per process
+    models.law_probabilities("公司辞退我不给补偿怎么办")[:2]
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from service.agents.planner import PlannerPolicy
+from service.agents.prefilter import LawClassifier
+from service.agents.rewriters.terminology import QueryAdapter, TermMapping
+from service.agents.vocabulary import Vocabulary
+from service.analysis.chain import analyzer_for
+from service.analysis.language import detect_language
+from service.errors import ConfigError
+from service.rerank.features import FEATURE_NAMES
+from service.rerank.learned import LearnedReranker
+from service.rerank.priors import ArticlePrior, QuestionMemory
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+_FILES = {
+    "law_classifier": "law_classifier.npz",
+    "memory": "memory.npz",
+    "prior": "prior.json",
+    "term_mapping": "term_mapping.json.gz",
+    "adapter": "adapter.npy",
+    "vocabulary": "vocabulary.json.gz",
+    "planner": "planner.json",
+    "reranker_agentic": "reranker_agentic.txt",
+    "reranker_hybrid": "reranker_hybrid.txt",
+}
+
+
+@dataclass
+class TrainedModels:
+    """The learned parts of the offline agents and rerankers (each ``None`` when not trained).
+
+    Attributes:
+        language: the training questions' language ('' = mixed; detect per question).
+        embedder: name of the embedder the vector-based parts were trained with.
+        info: the rest of the manifest (dataset, split, sizes, cross-validation scores).
+    """
+
+    language: str = ""
+    embedder: str = ""
+    law_classifier: LawClassifier | None = None
+    memory: QuestionMemory | None = None
+    prior: ArticlePrior | None = None
+    term_mapping: TermMapping | None = None
+    adapter: QueryAdapter | None = None
+    vocabulary: Vocabulary | None = None
+    planner: PlannerPolicy | None = None
+    reranker_agentic: LearnedReranker | None = None
+    reranker_hybrid: LearnedReranker | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    path: str = ""
+
+    def components(self) -> list[str]:
+        """Names of the components present."""
+        return [name for name in _FILES if getattr(self, name) is not None]
+
+    def terms(self, question: str, lang: str = "") -> list[str]:
+        """The question's analysed terms, in the models' language unless ``lang`` says otherwise."""
+        return analyzer_for(lang or self.language or detect_language(question)).tokens(question)
+
+    def law_probabilities(self, question: str, lang: str = "", vector: np.ndarray | None = None
+                          ) -> list[tuple[str, float]]:
+        """Laws the question concerns, with probabilities, most likely first ([] without a classifier).
+
+        ``vector`` (the question's embedding) sharpens the prediction; without it only the terms count.
+        """
+        if self.law_classifier is None:
+            return []
+        return self.law_classifier.law_probabilities(self.terms(question, lang), vector)
+
+    def check_embedder(self, embedder_name: str) -> None:
+        """Raise when vector-based parts were trained with another embedder.
+
+        Raises:
+            ConfigError: naming both embedders.
+        """
+        uses_vectors = self.adapter is not None or (self.memory is not None and self.memory.vectors is not None) or (
+            self.law_classifier is not None and self.law_classifier.vector_dim > 0)
+        if uses_vectors and self.embedder and self.embedder != embedder_name:
+            raise ConfigError(f"the model folder {self.path or '?'} was trained with embedder {self.embedder}, "
+                              f"but the settings use {embedder_name}; retrain it or change the embedder")
+
+    def save(self, path: str | Path, *, info: dict[str, Any] | None = None) -> Path:
+        """Write the folder (created when missing; files of absent components are removed)."""
+        folder = Path(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        written: dict[str, str] = {}
+        for name, filename in _FILES.items():
+            target = folder / filename
+            component = getattr(self, name)
+            if component is None:
+                target.unlink(missing_ok=True)
+                continue
+            _write_component(name, component, target)
+            written[name] = filename
+        manifest = {
+            "format_version": FORMAT_VERSION,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "language": self.language,
+            "embedder": self.embedder,
+            "feature_names": list(FEATURE_NAMES),
+            "components": written,
+            **(info if info is not None else self.info),
+        }
+        (folder / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        return folder
+
+
+def _write_component(name: str, component: Any, target: Path) -> None:
+    if name in ("law_classifier", "memory"):
+        with open(target, "wb") as fh:
+            np.savez_compressed(fh, **component.to_arrays())
+    elif name == "adapter":
+        np.save(target, component.matrix.astype(np.float16))  # half the size; the map is smooth
+    elif name == "vocabulary":
+        component.save(target)
+    elif name == "term_mapping":
+        with gzip.open(target, "wt", encoding="utf-8") as fh:
+            json.dump(component.to_json(), fh, ensure_ascii=False, separators=(",", ":"))
+    elif name in ("prior", "planner"):
+        target.write_text(json.dumps(component.to_json(), ensure_ascii=False), encoding="utf-8")
+    else:
+        component.save(target)
+
+
+def _read_component(name: str, path: Path, feature_names: Sequence[str]) -> Any:
+    if name == "law_classifier":
+        with np.load(path, allow_pickle=False) as arrays:
+            return LawClassifier.from_arrays(dict(arrays))
+    if name == "memory":
+        with np.load(path, allow_pickle=False) as arrays:
+            return QuestionMemory.from_arrays(dict(arrays))
+    if name == "adapter":
+        return QueryAdapter(np.load(path, allow_pickle=False).astype(np.float32))
+    if name == "vocabulary":
+        return Vocabulary.load(path)
+    if name == "term_mapping":
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            return TermMapping.from_json(json.load(fh))
+    if name == "prior":
+        return ArticlePrior.from_json(json.loads(path.read_text(encoding="utf-8")))
+    if name == "planner":
+        return PlannerPolicy.from_json(json.loads(path.read_text(encoding="utf-8")))
+    label = "learned" if name == "reranker_agentic" else "learned_hybrid"
+    return LearnedReranker.load(path, feature_names, label=label)
+
+
+def read_models(path: str | Path) -> TrainedModels:
+    """Read a model folder (uncached; see :func:`load_models`).
+
+    Raises:
+        ConfigError: when the folder, its manifest or a listed file is missing or unreadable.
+    """
+    folder = Path(path)
+    manifest_path = folder / MANIFEST
+    if not manifest_path.is_file():
+        raise ConfigError(f"no trained models at {folder} ({MANIFEST} missing); create them with `lexsearch train`")
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{manifest_path} is unreadable: {exc}") from None
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise ConfigError(f"{folder} holds models of format {manifest.get('format_version')!r}; this lexsearch reads "
+                          f"format {FORMAT_VERSION}. Retrain with `lexsearch train`.")
+    models = TrainedModels(language=manifest.get("language", ""), embedder=manifest.get("embedder", ""),
+                           path=str(folder))
+    feature_names = manifest.get("feature_names") or list(FEATURE_NAMES)
+    for name, filename in (manifest.get("components") or {}).items():
+        if name not in _FILES:
+            log.warning("%s: ignoring unknown component %r", folder, name)
+            continue
+        try:
+            setattr(models, name, _read_component(name, folder / filename, feature_names))
+        except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"{folder}: cannot read {filename} ({type(exc).__name__}: {exc}); retrain") from None
+    models.info = {k: v for k, v in manifest.items()
+                   if k not in ("components", "feature_names", "format_version", "language", "embedder")}
+    return models
+
+
+_CACHE: dict[str, tuple[float, TrainedModels]] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def load_models(model_dir: str | Path | None) -> TrainedModels | None:
+    """The models in ``model_dir`` (cached per process until its manifest changes); ``None`` for ''.
+
+    Raises:
+        ConfigError: when the folder is set but holds no readable models.
+    """
+    if not model_dir:
+        return None
+    folder = Path(model_dir).resolve()
+    try:
+        mtime = (folder / MANIFEST).stat().st_mtime
+    except FileNotFoundError:
+        raise ConfigError(f"no trained models at {model_dir} ({MANIFEST} missing); "
+                          "create them with `lexsearch train`") from None
+    key = str(folder)
+    with _CACHE_LOCK:
+        cached = _CACHE.get(key)
+        if cached is not None and cached[0] == mtime:
+            return cached[1]
+        models = read_models(folder)
+        _CACHE[key] = (mtime, models)
+        return models

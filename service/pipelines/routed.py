@@ -1,0 +1,331 @@
+"""The routed pipeline: one side-by-side probe, a complexity score, a tier's strategy, a score-cliff cut.
+
+Data flow of one search::
+
+    probe (BM25 + kNN, once)  ->  complexity (intrinsic + QSI/RDI)  ->  tier  ->  strategy
+        tier 0  hybrid fusion of the probe (no further retrieval)
+        tier 1  hybrid + learned reranker      ("hybrid+rerank")
+        tier 2  agentic rewrites + reranker    ("agentic", lighter options)
+        tier 3  full agentic                   ("agentic", decomposition, citations, prefilter, LLM reranker)
+    ->  score-cliff cut  ->  response (hits, returned, trace)
+
+The probe is handed to the strategy (``run_with_probe``), so BM25 and kNN run once per question.
+A strategy whose pipeline is not registered (the agents package missing) falls back to tier 0's
+hybrid fusion, and the trace says so.
+
+``SearchRequest.options`` understood here (strings from the CLI are parsed):
+
+* ``no_intrinsic`` / ``no_consistency``: route on one part of the score only (ablations);
+* ``no_cliff``: return a fixed top-``fixed_k`` (default 10) instead of cutting at the cliff;
+* ``tier``: force a tier (0-3), skipping the score's decision (benchmarks, debugging).
+
+Every other option is passed on to the strategy's pipeline and overrides the tier's defaults.
+
+Example::
+
+    pipe = runtime.pipeline("routed")
+    response = pipe.run(SearchRequest("如果公司不签劳动合同，能否要求双倍工资？", index="stard"))
+    response.trace["routing"]["tier"], response.returned
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from service.config import Settings, parse_flag
+from service.corpus.model import Hit
+from service.errors import InvalidInput
+from service.pipelines.base import Pipeline, SearchRequest, SearchResponse
+from service.pipelines.build import register_pipeline
+from service.pipelines.hybrid import HybridPipeline, Probe
+from service.retrieval.cut import CutResult, cliff_cut, fixed_cut
+from service.routing.router import ComplexityEstimator, ComplexityReport, LawCounter, Router, RoutingParams, Strategy
+from service.tracing import Stopwatch
+
+if TYPE_CHECKING:
+    from service.agents.llm import LlmClient
+    from service.pipelines.build import Runtime
+
+log = logging.getLogger(__name__)
+
+ROUTING_OPTIONS = frozenset({"no_intrinsic", "no_consistency", "no_cliff", "tier", "fixed_k"})
+FALLBACK_PIPELINE = "hybrid"
+
+
+def option_flag(options: Mapping[str, Any], key: str) -> bool:
+    """A boolean option that may arrive as a bool, a number or a CLI string ("1", "true", "yes").
+
+    Raises:
+        InvalidInput: for a value that is not a recognisable boolean.
+    """
+    value = options.get(key, False)
+    flag = False if value == "" else parse_flag(value)
+    if flag is None:
+        raise InvalidInput(f"option {key} must be true or false, got {value!r}")
+    return flag
+
+
+def option_int(options: Mapping[str, Any], key: str, default: int | None, *, low: int, high: int) -> int | None:
+    """An integer option in ``[low, high]`` (``default`` when absent).
+
+    Raises:
+        InvalidInput: for a non-integer or out-of-range value.
+    """
+    if key not in options or options[key] in (None, ""):
+        return default
+    try:
+        value = int(str(options[key]).strip())
+    except ValueError:
+        raise InvalidInput(f"option {key} must be an integer, got {options[key]!r}") from None
+    if not low <= value <= high:
+        raise InvalidInput(f"option {key} must be between {low} and {high}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class RoutedOptions:
+    """The routing switches of one request (see the module docstring)."""
+
+    use_intrinsic: bool = True
+    use_consistency: bool = True
+    cliff: bool = True
+    fixed_k: int = 10
+    forced_tier: int | None = None
+    passthrough: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, options: Mapping[str, Any], tiers: int) -> RoutedOptions:
+        """Read the switches; raises :class:`InvalidInput` for bad values or both parts switched off."""
+        parsed = cls(
+            use_intrinsic=not option_flag(options, "no_intrinsic"),
+            use_consistency=not option_flag(options, "no_consistency"),
+            cliff=not option_flag(options, "no_cliff"),
+            fixed_k=option_int(options, "fixed_k", 10, low=1, high=1000) or 10,
+            forced_tier=option_int(options, "tier", None, low=0, high=tiers - 1),
+            passthrough={k: v for k, v in options.items() if k not in ROUTING_OPTIONS},
+        )
+        if not (parsed.use_intrinsic or parsed.use_consistency or parsed.forced_tier is not None):
+            raise InvalidInput("no_intrinsic and no_consistency together leave nothing to route on")
+        return parsed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"intrinsic": self.use_intrinsic, "consistency": self.use_consistency, "cliff": self.cliff,
+                "fixed_k": self.fixed_k, "forced_tier": self.forced_tier}
+
+
+@dataclass
+class StrategyRun:
+    """What one tier's strategy produced for a request."""
+
+    strategy: Strategy
+    ran: str
+    hits: list[Hit]
+    trace: dict[str, Any]
+    probe_reused: bool
+    fallback: str | None = None
+
+
+class RoutedPipeline:
+    """Complexity-aware routing over the registered pipelines (see the module docstring).
+
+    Args:
+        runtime: gives the backend, the embedder and the tier pipelines by name.
+        settings: the settings (``routing``, ``retrieval``, ``llm``).
+        llm: the client for LLM-rated complexity dimensions (``None`` = offline counts).
+        law_count: the law classifier's count of predicted laws (``None`` = no trained model).
+
+    Example::
+
+        pipe = RoutedPipeline(runtime, runtime.settings)
+        pipe.run(SearchRequest("Mein Vermieter gibt die Kaution nicht zurück", index="swiss")).trace["routing"]
+    """
+
+    name = "routed"
+
+    def __init__(self, runtime: Runtime, settings: Settings, *, llm: LlmClient | None = None,
+                 law_count: LawCounter | None = None) -> None:
+        self.runtime = runtime
+        self.settings = settings
+        self.router = Router.from_settings(settings.routing, llm_enabled=settings.llm.enabled)
+        self.estimator = ComplexityEstimator(llm=llm, law_count=law_count)
+        self._params: dict[str, tuple[float, RoutingParams]] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_runtime(cls, runtime: Runtime) -> RoutedPipeline:
+        """Build from the runtime's settings: the LLM client when configured, the law classifier when trained."""
+        settings = runtime.settings
+        llm = None
+        if settings.llm.enabled and settings.routing.llm_complexity:
+            from service.agents.llm import LlmClient
+
+            llm = LlmClient(settings.llm)
+        return cls(runtime, settings, llm=llm, law_count=_law_counter(settings))
+
+    # ----- parameters ----------------------------------------------------------------------------
+
+    def params(self, index: str) -> RoutingParams:
+        """The routing numbers for ``index``: settings plus its stored calibration (cached for a while)."""
+        ttl = self.settings.routing.metadata_ttl_s
+        now = time.monotonic()
+        with self._lock:
+            cached = self._params.get(index)
+            if cached is not None and now - cached[0] < ttl:
+                return cached[1]
+        params = RoutingParams.resolve(self.settings.routing, _metadata(self.runtime.backend, index))
+        with self._lock:
+            self._params[index] = (now, params)
+        return params
+
+    def forget_params(self, index: str | None = None) -> None:
+        """Drop cached parameters (after ``lexsearch calibrate`` wrote new ones in this process)."""
+        with self._lock:
+            if index is None:
+                self._params.clear()
+            else:
+                self._params.pop(index, None)
+
+    # ----- the steps -----------------------------------------------------------------------------
+
+    @property
+    def hybrid(self) -> HybridPipeline:
+        pipe = self.runtime.pipeline(FALLBACK_PIPELINE)
+        assert isinstance(pipe, HybridPipeline)
+        return pipe
+
+    def probe(self, request: SearchRequest, params: RoutingParams, watch: Stopwatch) -> Probe:
+        """BM25 and kNN side by side, deep enough for the strategy's fusion and for RDI."""
+        depth = max(request.k, params.cut_depth, self.settings.retrieval.depth, params.rdi_k)
+        return self.hybrid.probe(request.query, request.index, k=depth, filters=request.filters,
+                                 lang=request.lang, watch=watch)
+
+    def assess(self, request: SearchRequest, probe: Probe, params: RoutingParams, options: RoutedOptions,
+               budget: Any = None) -> ComplexityReport:
+        """The complexity report of the request (both parts unless an ablation switches one off)."""
+        return self.estimator.assess(request.query, request.lang, probe.bm25, probe.knn, params,
+                                     use_intrinsic=options.use_intrinsic, use_consistency=options.use_consistency,
+                                     budget=budget, vector=probe.vector)
+
+    def run_strategy(self, tier: int, request: SearchRequest, probe: Probe, params: RoutingParams,
+                     passthrough: Mapping[str, Any] | None = None) -> StrategyRun:
+        """Run tier ``tier``'s strategy on ``request``, reusing ``probe``; falls back to hybrid fusion."""
+        strategy = self.router.strategy(tier)
+        depth = max(request.k, params.cut_depth)
+        options = {**strategy.options, **dict(passthrough or {})}
+        sub = SearchRequest(query=request.query, index=request.index, k=depth, filters=request.filters,
+                            lang=request.lang, explain=request.explain, qid=request.qid, options=options)
+        fallback = None
+        try:
+            pipe: Pipeline = self.runtime.pipeline(strategy.pipeline)
+        except InvalidInput as exc:
+            if exc.code != "unknown_pipeline":
+                raise
+            fallback = f"pipeline {strategy.pipeline!r} is not available; ran {FALLBACK_PIPELINE} fusion instead"
+            pipe = self.hybrid
+        if isinstance(pipe, HybridPipeline):
+            return StrategyRun(strategy, pipe.name, pipe.fuse(probe)[:depth], {"pipeline": pipe.name}, True, fallback)
+        run_with_probe = getattr(pipe, "run_with_probe", None)
+        if callable(run_with_probe):
+            response = run_with_probe(sub, probe)
+            reused = True
+        else:
+            response = pipe.run(sub)
+            reused = False
+        return StrategyRun(strategy, pipe.name, list(response.hits), dict(response.trace), reused, fallback)
+
+    def cut(self, hits: list[Hit], params: RoutingParams, options: RoutedOptions) -> CutResult:
+        """The answer set: the score cliff within ``[min_k, max_k]``, or a fixed top-k when disabled."""
+        if not options.cliff:
+            return fixed_cut(len(hits), options.fixed_k)
+        return cliff_cut([h.score for h in hits], sigma=params.cut_sigma, min_k=params.cut_min_k,
+                         max_k=params.cut_max_k)
+
+    # ----- the pipeline --------------------------------------------------------------------------
+
+    def run(self, request: SearchRequest) -> SearchResponse:
+        """Route and answer one request.
+
+        Raises:
+            InvalidInput: for a bad request or bad routing options.
+            LexsearchError: from the engine or a strategy pipeline.
+        """
+        request = request.validated(self.settings.retrieval.max_query_chars)
+        options = RoutedOptions.parse(request.options, len(self.router.strategies))
+        watch = Stopwatch()
+        params = self.params(request.index)
+        probe = self.probe(request, params, watch)
+        budget = self._budget()
+        with watch.stage("complexity"):
+            if options.forced_tier is None:
+                report = self.assess(request, probe, params, options, budget)
+                tier = self.router.tier(report.score, params)
+            else:
+                report, tier = None, options.forced_tier
+        strategy_watch = time.perf_counter()
+        try:
+            outcome = self.run_strategy(tier, request, probe, params, options.passthrough)
+        finally:
+            watch.add("strategy", (time.perf_counter() - strategy_watch) * 1000.0)
+        with watch.stage("cut"):
+            cut = self.cut(outcome.hits, params, options)
+        hits = outcome.hits[: request.k]
+        llm_calls = (report.llm_calls if report else 0) + int(outcome.trace.get("llm_calls", 0) or 0)
+        routing: dict[str, Any] = {
+            "tier": tier,
+            "tier_label": outcome.strategy.label,
+            "score": None if report is None else round(report.score, 4),
+            "qsi": None if report is None or report.qsi is None else round(report.qsi, 4),
+            "rdi": None if report is None or report.rdi is None else round(report.rdi, 4),
+            "complexity": None if report is None else report.to_dict(),
+            "strategy": outcome.strategy.to_dict(),
+            "ran": outcome.ran,
+            "fallback": outcome.fallback,
+            "probe_reused": outcome.probe_reused,
+            "options": options.to_dict(),
+            "params": params.to_dict(),
+        }
+        trace = {
+            "pipeline": self.name,
+            "routing": routing,
+            "cut": cut.to_dict(),
+            "llm_calls": llm_calls,
+            "timings_ms": watch.to_dict(),
+            "candidates": {"bm25": len(probe.bm25), "knn": len(probe.knn)},
+            "strategy_trace": outcome.trace,
+        }
+        return SearchResponse(hits=hits, trace=trace, returned=min(cut.returned, len(hits)))
+
+    def _budget(self) -> Any:
+        if self.estimator.llm is None:
+            return None
+        from service.agents.llm import CallBudget
+
+        return CallBudget.from_settings(self.settings.llm)
+
+
+def _metadata(backend: Any, index: str) -> dict[str, Any]:
+    """The index's stored metadata; ``{}`` for a backend that cannot store any."""
+    reader = getattr(backend, "metadata", None)
+    if reader is None:
+        return {}
+    try:
+        return dict(reader(index) or {})
+    except NotImplementedError:
+        return {}
+
+
+def _law_counter(settings: Settings) -> LawCounter | None:
+    """The law classifier's count of predicted laws when a model folder is configured (loaded on first use)."""
+    if not settings.index.model_dir:
+        return None
+    from service.routing.laws import ClassifierLawCounter
+
+    return ClassifierLawCounter(settings.index.model_dir)
+
+
+register_pipeline("routed", RoutedPipeline.from_runtime)

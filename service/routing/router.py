@@ -1,0 +1,329 @@
+"""From a question and its side-by-side probe to a complexity score, a tier and a strategy.
+
+:class:`RoutingParams` resolves the numbers (settings, replaced by the calibration stored with the
+index), :class:`ComplexityEstimator` computes the score with its components, and
+:class:`Router` maps the score to a tier (thresholds 0.25 / 0.45 / 0.7 by default) and the tier to
+a strategy: a pipeline name plus its ``SearchRequest.options``.
+
+Example::
+
+    params = RoutingParams.resolve(settings.routing, backend.metadata("stard"))
+    report = ComplexityEstimator().assess(question, "zh", probe.bm25, probe.knn, params)
+    router = Router.from_settings(settings.routing, llm_enabled=settings.llm.enabled)
+    strategy = router.strategy(router.tier(report.score, params))
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from service.config import RoutingSettings
+from service.corpus.model import Hit
+from service.routing import complexity as cx
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from service.agents.llm import CallBudget, LlmClient
+
+log = logging.getLogger(__name__)
+
+TIER_LABELS: tuple[str, ...] = ("hybrid", "hybrid+rerank", "agentic", "agentic-full")
+"""A short human name per tier, for traces and pictures."""
+
+CALIBRATION_KEY = "routing"
+"""The index-metadata entry written by ``lexsearch calibrate`` (thresholds, gamma, cut)."""
+QSI_KEY = "qsi"
+"""The index-metadata entry with the label-free QSI calibration (``a``, ``b``)."""
+
+
+def tier_for(score: float, thresholds: Sequence[float]) -> int:
+    """The tier of a complexity score: the number of thresholds at or below it.
+
+    A score equal to a threshold belongs to the higher tier.
+
+    Example::
+
+        tier_for(0.25, (0.25, 0.45, 0.7))   # 1
+        tier_for(0.69, (0.25, 0.45, 0.7))   # 2
+    """
+    return bisect.bisect_right(list(thresholds), score)
+
+
+@dataclass(frozen=True)
+class RoutingParams:
+    """Every number routing uses for one index, and where each group came from.
+
+    ``sources`` maps ``"qsi"``, ``"thresholds"`` and ``"cut"`` to ``"settings"``, ``"calibrated"``
+    or ``"paper-default"`` (QSI without any calibration).
+    """
+
+    thresholds: tuple[float, float, float] = (0.25, 0.45, 0.7)
+    gamma: float = 0.5
+    base_weight: float = 0.3
+    gate_p: float = 1.5
+    gate_q: float = 0.3
+    rdi_k: int = 10
+    rdi_jaccard_weight: float = 0.7
+    qsi_a: float = 0.5
+    qsi_b: float = 12.5
+    cut_sigma: float = 0.2
+    cut_min_k: int = 1
+    cut_max_k: int = 10
+    cut_depth: int = 50
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def resolve(cls, settings: RoutingSettings, metadata: Mapping[str, Any] | None = None) -> RoutingParams:
+        """The settings' values, replaced by the index's stored calibration when allowed.
+
+        QSI's ``a``/``b`` always come from the index when it has them (they describe its score
+        scale, not a preference); thresholds, gamma and the cut only while ``use_calibration``.
+        A malformed stored entry is ignored with a warning, never fatal.
+        """
+        params = cls(
+            thresholds=tuple(settings.thresholds),  # type: ignore[arg-type]
+            gamma=settings.gamma, base_weight=settings.base_weight, gate_p=settings.gate_p,
+            gate_q=settings.gate_q, rdi_k=settings.rdi_k, rdi_jaccard_weight=settings.rdi_jaccard_weight,
+            qsi_a=settings.qsi_a, qsi_b=settings.qsi_b, cut_sigma=settings.cut_sigma,
+            cut_min_k=settings.cut_min_k, cut_max_k=settings.cut_max_k, cut_depth=settings.cut_depth,
+            sources={"qsi": "paper-default", "thresholds": "settings", "cut": "settings"},
+        )
+        metadata = metadata or {}
+        sources = dict(params.sources)
+        try:
+            stored = metadata.get(QSI_KEY) or {}
+            if stored:
+                a, b = float(stored["a"]), float(stored["b"])
+                if a > 0:
+                    params = replace(params, qsi_a=a, qsi_b=b)
+                    sources["qsi"] = "calibrated"
+        except (KeyError, TypeError, ValueError) as exc:
+            log.warning("ignoring malformed qsi calibration %r: %s", metadata.get(QSI_KEY), exc)
+        calibration = metadata.get(CALIBRATION_KEY) or {}
+        if settings.use_calibration and calibration:
+            try:
+                params, sources = _apply_calibration(params, calibration, sources)
+            except (KeyError, TypeError, ValueError) as exc:
+                log.warning("ignoring malformed routing calibration: %s", exc)
+        return replace(params, sources=sources)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"thresholds": list(self.thresholds), "gamma": self.gamma, "base_weight": self.base_weight,
+                "gate_p": self.gate_p, "gate_q": self.gate_q, "rdi_k": self.rdi_k,
+                "rdi_jaccard_weight": self.rdi_jaccard_weight, "qsi_a": round(self.qsi_a, 6),
+                "qsi_b": round(self.qsi_b, 6), "cut_sigma": self.cut_sigma, "cut_min_k": self.cut_min_k,
+                "cut_max_k": self.cut_max_k, "cut_depth": self.cut_depth, "sources": dict(self.sources)}
+
+
+def _apply_calibration(params: RoutingParams, stored: Mapping[str, Any],
+                       sources: dict[str, str]) -> tuple[RoutingParams, dict[str, str]]:
+    sources = dict(sources)
+    if "thresholds" in stored:
+        t = tuple(float(x) for x in stored["thresholds"])
+        if len(t) != 3 or not all(0.0 <= x <= 1.0 for x in t) or not t[0] <= t[1] <= t[2]:
+            raise ValueError(f"stored thresholds {t} are not three ordered numbers in [0, 1]")
+        gamma = float(stored.get("gamma", params.gamma))
+        if not 0.0 <= gamma <= 1.0:
+            raise ValueError(f"stored gamma {gamma} is outside [0, 1]")
+        params = replace(params, thresholds=t, gamma=gamma)  # type: ignore[arg-type]
+        sources["thresholds"] = "calibrated"
+    cut = stored.get("cut")
+    if cut:
+        sigma, min_k, max_k = float(cut["sigma"]), int(cut["min_k"]), int(cut["max_k"])
+        if not 0.0 < sigma < 1.0 or not 1 <= min_k <= max_k:
+            raise ValueError(f"stored cut {cut} is invalid")
+        params = replace(params, cut_sigma=sigma, cut_min_k=min_k, cut_max_k=max_k,
+                         cut_depth=max(params.cut_depth, max_k))
+        sources["cut"] = "calibrated"
+    return params, sources
+
+
+@dataclass
+class ComplexityReport:
+    """The complexity score of one question and every component that made it.
+
+    ``None`` marks a part that was switched off (ablations) or could not be computed.
+    """
+
+    score: float
+    c_intrinsic: float | None = None
+    c_base: float | None = None
+    c_5d: float | None = None
+    dimensions: cx.Dimensions | None = None
+    dimensions_source: str = ""
+    features: cx.QuestionFeatures | None = None
+    c_consistency: float | None = None
+    bm25_top1: float | None = None
+    qsi: float | None = None
+    rdi: float | None = None
+    llm: dict[str, Any] | None = None
+    llm_calls: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        def r(x: float | None) -> float | None:
+            return None if x is None else round(float(x), 4)
+
+        return {
+            "score": r(self.score),
+            "intrinsic": None if self.c_intrinsic is None else {
+                "value": r(self.c_intrinsic), "c_base": r(self.c_base), "c_5d": r(self.c_5d),
+                "dimensions": self.dimensions.to_dict() if self.dimensions else None,
+                "dimensions_source": self.dimensions_source,
+                "features": self.features.to_dict() if self.features else None,
+                **({"llm": self.llm} if self.llm else {}),
+            },
+            "consistency": None if self.c_consistency is None else {
+                "value": r(self.c_consistency), "bm25_top1": r(self.bm25_top1), "qsi": r(self.qsi),
+                "rdi": r(self.rdi),
+            },
+        }
+
+
+LawCounter = Callable[[str, str, "np.ndarray | None"], "int | None"]
+"""``(question, lang, query_vector) -> number of laws the classifier predicts``, or ``None`` without a model."""
+
+
+class ComplexityEstimator:
+    """Computes a :class:`ComplexityReport` from a question and its BM25/kNN probe.
+
+    Args:
+        llm: when given (an LLM is configured), the ``complexity`` prompt rates the five
+            dimensions; on any failure the offline counts are used and the reason is traced.
+        law_count: the law classifier's count of predicted laws (knowledge integration); without
+            it the dimension uses explicit citations and the number of questions only.
+
+    Example::
+
+        report = ComplexityEstimator().assess("Kaution nicht zurück?", "de", bm25_hits, knn_hits,
+                                              RoutingParams())
+        report.score, report.to_dict()["consistency"]["rdi"]
+    """
+
+    def __init__(self, *, llm: LlmClient | None = None, law_count: LawCounter | None = None) -> None:
+        self.llm = llm
+        self.law_count = law_count
+
+    def assess(self, question: str, lang: str, bm25_hits: Sequence[Hit], knn_hits: Sequence[Hit],
+               params: RoutingParams, *, use_intrinsic: bool = True, use_consistency: bool = True,
+               budget: CallBudget | None = None, vector: np.ndarray | None = None) -> ComplexityReport:
+        """Score one question; at least one of ``use_intrinsic`` / ``use_consistency`` must be true.
+
+        ``vector`` is the probe's query embedding, passed on to the law classifier.
+
+        Raises:
+            ValueError: when both parts are switched off.
+        """
+        if not (use_intrinsic or use_consistency):
+            raise ValueError("routing needs at least one of intrinsic complexity and retrieval consistency")
+        report = ComplexityReport(score=0.0)
+        if use_intrinsic:
+            self._intrinsic(question, lang, params, report, budget, vector)
+        if use_consistency:
+            top1 = bm25_hits[0].scores.get("bm25", bm25_hits[0].score) if bm25_hits else None
+            report.bm25_top1 = top1
+            report.qsi = cx.qsi(top1, a=params.qsi_a, b=params.qsi_b)
+            report.rdi = cx.rdi([h.doc_id for h in bm25_hits], [h.doc_id for h in knn_hits], k=params.rdi_k,
+                                jaccard_weight=params.rdi_jaccard_weight)
+            report.c_consistency = cx.consistency(report.qsi, report.rdi, p=params.gate_p, q=params.gate_q)
+        report.score = cx.fuse(report.c_intrinsic, report.c_consistency, gamma=params.gamma)
+        return report
+
+    def _intrinsic(self, question: str, lang: str, params: RoutingParams, report: ComplexityReport,
+                   budget: CallBudget | None, vector: np.ndarray | None) -> None:
+        laws = None
+        if self.law_count is not None:
+            try:
+                laws = self.law_count(question, lang, vector)
+            except Exception as exc:  # the classifier is optional evidence; never fail the search on it
+                log.warning("law prediction for complexity failed: %s", exc)
+        features = cx.question_features(question, lang, laws=laws)
+        dims, source = cx.dimensions(features), "offline"
+        if self.llm is not None and budget is not None:
+            llm_dims, trace = self._llm_dimensions(question, budget)
+            report.llm, report.llm_calls = trace, int(trace.get("calls", 0))
+            if llm_dims is not None:
+                dims, source = llm_dims, "llm"
+        report.features, report.dimensions, report.dimensions_source = features, dims, source
+        report.c_base = cx.base_complexity(features)
+        report.c_5d = dims.mean()
+        report.c_intrinsic = cx.intrinsic(report.c_base, report.c_5d, base_weight=params.base_weight)
+
+    def _llm_dimensions(self, question: str, budget: CallBudget) -> tuple[cx.Dimensions | None, dict[str, Any]]:
+        from service.agents.llm import OUTPUT_SCHEMAS
+
+        assert self.llm is not None
+        outcome = self.llm.complete_json("complexity", {"question": question}, OUTPUT_SCHEMAS["complexity"],
+                                         budget=budget)
+        trace = outcome.to_trace()
+        if not outcome.ok:
+            return None, trace
+        try:
+            return cx.Dimensions.from_dict(outcome.value), trace
+        except (TypeError, ValueError) as exc:  # the schema guarantees the shape; stay safe anyway
+            trace["fallback_reason"] = f"rejected: {exc}"
+            return None, trace
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """What a tier runs: a registered pipeline and the ``SearchRequest.options`` it gets."""
+
+    tier: int
+    pipeline: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return TIER_LABELS[self.tier] if 0 <= self.tier < len(TIER_LABELS) else f"tier{self.tier}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tier": self.tier, "label": self.label, "pipeline": self.pipeline, "options": dict(self.options)}
+
+
+class Router:
+    """Maps a complexity score to a tier and a tier to its :class:`Strategy`.
+
+    Args:
+        strategies: one strategy per tier, tier 0 first.
+        llm_enabled: resolves ``reranker=auto`` to ``llm`` (an LLM is configured) or ``learned``.
+
+    Example::
+
+        router = Router.from_settings(RoutingSettings(), llm_enabled=False)
+        router.strategy(3).options["reranker"]   # 'learned'
+    """
+
+    def __init__(self, strategies: Sequence[Strategy], *, llm_enabled: bool = False) -> None:
+        if not strategies:
+            raise ValueError("a router needs at least one strategy")
+        self.strategies = tuple(strategies)
+        self.llm_enabled = llm_enabled
+
+    @classmethod
+    def from_settings(cls, settings: RoutingSettings, *, llm_enabled: bool) -> Router:
+        return cls([Strategy(tier, name.strip(), dict(opts)) for tier, (name, opts)
+                    in enumerate(zip(settings.tier_pipelines(), settings.tier_options(), strict=True))],
+                   llm_enabled=llm_enabled)
+
+    def tier(self, score: float, params: RoutingParams) -> int:
+        """The tier for ``score`` under ``params.thresholds``, capped at the last strategy."""
+        return min(tier_for(score, params.thresholds), len(self.strategies) - 1)
+
+    def strategy(self, tier: int) -> Strategy:
+        """The strategy of ``tier`` with ``reranker=auto`` resolved.
+
+        Raises:
+            ValueError: for a tier outside ``0 .. len(strategies) - 1``.
+        """
+        if not 0 <= tier < len(self.strategies):
+            raise ValueError(f"tier must be between 0 and {len(self.strategies) - 1}, got {tier}")
+        chosen = self.strategies[tier]
+        if chosen.options.get("reranker") == "auto":
+            options = {**chosen.options, "reranker": "llm" if self.llm_enabled else "learned"}
+            return Strategy(chosen.tier, chosen.pipeline, options)
+        return chosen

@@ -1,0 +1,249 @@
+"""Grid searches behind ``lexsearch calibrate``: routing thresholds and gamma, and the cut's parameters.
+
+Pure functions over per-query measurements of a training split (see :class:`FitData`); nothing
+here runs a search, so the search is exhaustive and exact over the grid.
+
+Routing objective, with the reference "always run the last tier" (recall ``R*``, latency ``L*``):
+
+1. among the configurations ``(gamma, t1 <= t2 <= t3)`` of the grid that keep at least ``recall_target``
+   of ``R*`` (on a bootstrap lower confidence bound, see :func:`search_routing`) with a mean latency
+   <= ``latency_budget`` x ``L*``, the highest Recall@10 (ties: lower latency);
+2. if none meets both, the fastest one that keeps the recall floor (the budget cannot be met: the
+   shared probe alone may already cost more than the budget);
+3. if none keeps the floor, the highest Recall@10.
+
+Ties after that go to the configuration closest to the defaults. The rule used is reported.
+Cut objective: the ``(sigma, min_k, max_k)`` with the highest mean set F1 of the routed rankings.
+
+Example::
+
+    choice = search_routing(data, recall_target=0.95, latency_budget=0.5)
+    choice.thresholds, choice.recall, choice.latency_ms, choice.rule
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from service.evaluation.metrics import set_scores
+from service.retrieval.cut import cliff_cut
+
+DEFAULT_GAMMAS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+DEFAULT_GRID: tuple[float, ...] = tuple(round(x * 0.05, 2) for x in range(21))
+DEFAULT_SIGMAS: tuple[float, ...] = (0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
+DEFAULT_MIN_KS: tuple[int, ...] = (1, 2, 3)
+DEFAULT_MAX_KS: tuple[int, ...] = (5, 10, 20)
+_DEFAULT_THRESHOLDS = (0.25, 0.45, 0.7)
+
+
+@dataclass
+class FitData:
+    """Per-query measurements on a training split, for ``n`` queries and ``T`` tiers.
+
+    Attributes:
+        c_intrinsic: shape ``(n,)``, intrinsic complexity per query.
+        c_consistency: shape ``(n,)``, retrieval-consistency complexity per query.
+        recall: shape ``(T, n)``, Recall@10 of each tier's strategy per query.
+        latency_ms: shape ``(T, n)``, end-to-end latency if the query were routed to that tier
+            (shared probe and complexity included).
+        rankings: ``rankings[t][i]`` = the tier's ranked ``(doc_id, score)`` list for query ``i``.
+        relevant: the relevant ids per query.
+    """
+
+    c_intrinsic: np.ndarray
+    c_consistency: np.ndarray
+    recall: np.ndarray
+    latency_ms: np.ndarray
+    rankings: list[list[list[tuple[str, float]]]] = field(default_factory=list)
+    relevant: list[set[str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        n = len(self.c_intrinsic)
+        if len(self.c_consistency) != n or self.recall.shape[1:] != (n,) or self.latency_ms.shape != self.recall.shape:
+            raise ValueError("FitData arrays disagree on the number of queries or tiers")
+
+    @property
+    def queries(self) -> int:
+        return len(self.c_intrinsic)
+
+    @property
+    def tiers(self) -> int:
+        return int(self.recall.shape[0])
+
+
+@dataclass(frozen=True)
+class RoutingChoice:
+    """The best routing configuration found, with its fit-split scores."""
+
+    gamma: float
+    thresholds: tuple[float, float, float]
+    recall: float
+    latency_ms: float
+    tier_shares: tuple[float, ...]
+    reference_recall: float
+    reference_latency_ms: float
+    recall_target: float
+    latency_budget: float
+    recall_lower: float = math.nan
+    """Lower confidence bound of the share of the reference's Recall@10 kept (see :func:`search_routing`)."""
+    confidence: float | None = None
+    rule: str = ""
+    """``both`` (recall floor and latency budget met), ``recall-floor`` (budget missed) or ``best-recall``."""
+
+    @property
+    def feasible(self) -> bool:
+        """Whether both the recall floor and the latency budget are met."""
+        return self.rule == "both"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"gamma": self.gamma, "thresholds": list(self.thresholds), "fit_recall@10": round(self.recall, 4),
+                "fit_latency_ms": round(self.latency_ms, 2), "tier_shares": [round(s, 4) for s in self.tier_shares],
+                "reference_recall@10": round(self.reference_recall, 4),
+                "reference_latency_ms": round(self.reference_latency_ms, 2), "recall_target": self.recall_target,
+                "kept_share_lower_bound": round(self.recall_lower, 4), "confidence": self.confidence,
+                "latency_budget": self.latency_budget, "rule": self.rule, "feasible": self.feasible}
+
+
+@dataclass(frozen=True)
+class CutChoice:
+    """The best cut parameters found, with the fit-split set scores (and those of a fixed top-10)."""
+
+    sigma: float
+    min_k: int
+    max_k: int
+    precision: float
+    recall: float
+    f1: float
+    fixed10_f1: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sigma": self.sigma, "min_k": self.min_k, "max_k": self.max_k,
+                "fit_set": {"precision": round(self.precision, 4), "recall": round(self.recall, 4),
+                            "f1": round(self.f1, 4)},
+                "fit_fixed10_f1": round(self.fixed10_f1, 4)}
+
+
+def assign_tiers(scores: np.ndarray, thresholds: Sequence[float]) -> np.ndarray:
+    """Tier per query: how many thresholds are at or below its score (as :func:`router.tier_for`)."""
+    return np.searchsorted(np.asarray(thresholds, dtype=np.float64), scores, side="right")
+
+
+def search_routing(data: FitData, *, recall_target: float = 0.95, latency_budget: float = 0.5,
+                   confidence: float | None = 0.9, resamples: int = 200, seed: int = 0,
+                   gammas: Sequence[float] = DEFAULT_GAMMAS, grid: Sequence[float] = DEFAULT_GRID) -> RoutingChoice:
+    """The routing configuration chosen by the objective in the module docstring.
+
+    The recall floor is checked on a lower confidence bound, not on the fit mean: the share of the
+    reference's Recall@10 that a configuration keeps is recomputed on ``resamples`` bootstrap
+    resamples of the fit queries, and its ``1 - confidence`` quantile must reach ``recall_target``.
+    Picking the configuration that just touches the floor on the fit queries would otherwise miss
+    it on new ones (the winner's curse of a grid search). ``confidence=None`` uses the fit mean.
+
+    Raises:
+        ValueError: for an empty fit set, or a target, budget or confidence outside (0, 1].
+    """
+    if data.queries == 0:
+        raise ValueError("no fit queries to calibrate on")
+    if not 0.0 < latency_budget <= 1.0 or not 0.0 < recall_target <= 1.0:
+        raise ValueError("recall_target and latency_budget must be in (0, 1]")
+    if confidence is not None and not 0.0 < confidence < 1.0:
+        raise ValueError("confidence must be in (0, 1)")
+    tiers, n = data.tiers, data.queries
+    reference_recall = float(data.recall[-1].mean())
+    reference_latency = float(data.latency_ms[-1].mean())
+    limit = latency_budget * reference_latency
+    columns = np.arange(n)
+    configs: list[tuple[float, tuple[float, float, float], np.ndarray]] = []
+    for gamma in gammas:
+        scores = gamma * data.c_intrinsic + (1.0 - gamma) * data.c_consistency
+        for triple in itertools.combinations_with_replacement(sorted(grid), tiers - 1):
+            tier = np.minimum(assign_tiers(scores, triple), tiers - 1)
+            configs.append((gamma, (tuple(triple) + (1.0,) * 3)[:3], tier))  # type: ignore[arg-type]
+    per_query = np.stack([data.recall[tier, columns] for _, _, tier in configs]).astype(np.float32)
+    recall = per_query.mean(axis=1)
+    latency = np.stack([data.latency_ms[tier, columns] for _, _, tier in configs]).mean(axis=1)
+    kept_share = _kept_share_lower_bound(per_query, data.recall[-1], confidence, resamples, seed)
+    choices: list[tuple[RoutingChoice, float]] = []
+    for i, (gamma, padded, tier) in enumerate(configs):
+        choice = RoutingChoice(gamma, padded, float(recall[i]), float(latency[i]),
+                               tuple(float(np.mean(tier == t)) for t in range(tiers)), reference_recall,
+                               reference_latency, recall_target, latency_budget, recall_lower=float(kept_share[i]))
+        distance = abs(gamma - 0.5) + sum(abs(a - b) for a, b in zip(padded, _DEFAULT_THRESHOLDS, strict=True))
+        choices.append((choice, distance))
+    floor = recall_target - 1e-9
+    both = [(c, d) for c, d in choices if c.recall_lower >= floor and c.latency_ms <= limit]
+    if both:
+        best, _ = min(both, key=lambda cd: (-round(cd[0].recall, 9), round(cd[0].latency_ms, 6), cd[1]))
+        rule = "both"
+    else:
+        kept = [(c, d) for c, d in choices if c.recall_lower >= floor]
+        if kept:
+            best, _ = min(kept, key=lambda cd: (round(cd[0].latency_ms, 6), -round(cd[0].recall, 9), cd[1]))
+            rule = "recall-floor"
+        else:
+            best, _ = min(choices, key=lambda cd: (-round(cd[0].recall, 9), round(cd[0].latency_ms, 6), cd[1]))
+            rule = "best-recall"
+    return replace(best, rule=rule, confidence=confidence)
+
+
+def _kept_share_lower_bound(per_query: np.ndarray, reference: np.ndarray, confidence: float | None,
+                            resamples: int, seed: int) -> np.ndarray:
+    """Per configuration: the lower bound of mean recall / mean reference recall (1 when the reference is 0)."""
+    n = per_query.shape[1]
+    if confidence is None:
+        total = float(reference.sum())
+        return per_query.sum(axis=1) / total if total > 0 else np.ones(per_query.shape[0])
+    rng = np.random.default_rng(seed)
+    counts = np.zeros((resamples, n), dtype=np.float32)
+    np.add.at(counts, (np.repeat(np.arange(resamples), n), rng.integers(0, n, size=resamples * n)), 1.0)
+    boot = per_query @ counts.T                       # (configs, resamples): summed recall per resample
+    ref = reference.astype(np.float32) @ counts.T     # (resamples,)
+    share = np.where(ref > 0, boot / np.maximum(ref, 1e-12), 1.0)
+    return np.quantile(share, 1.0 - confidence, axis=1)
+
+
+def routed_rankings(data: FitData, choice: RoutingChoice) -> list[list[tuple[str, float]]]:
+    """Each query's ranking from the tier ``choice`` sends it to."""
+    scores = choice.gamma * data.c_intrinsic + (1.0 - choice.gamma) * data.c_consistency
+    tier = np.minimum(assign_tiers(scores, choice.thresholds), data.tiers - 1)
+    return [data.rankings[int(t)][i] for i, t in enumerate(tier)]
+
+
+def search_cut(rankings: Sequence[Sequence[tuple[str, float]]], relevant: Sequence[set[str]], *,
+               sigmas: Sequence[float] = DEFAULT_SIGMAS, min_ks: Sequence[int] = DEFAULT_MIN_KS,
+               max_ks: Sequence[int] = DEFAULT_MAX_KS) -> CutChoice:
+    """The cut parameters with the best mean set F1 over the fit rankings (ties: sigma closest to 0.2).
+
+    Raises:
+        ValueError: for mismatched inputs or no rankings.
+    """
+    if len(rankings) != len(relevant) or not rankings:
+        raise ValueError("search_cut needs one relevant set per ranking, and at least one ranking")
+    fixed = [set_scores([d for d, _ in r[:10]], rel)[2] for r, rel in zip(rankings, relevant, strict=True)]
+    best: tuple[tuple[float, float], CutChoice] | None = None
+    for sigma, min_k, max_k in itertools.product(sigmas, min_ks, max_ks):
+        if min_k > max_k:
+            continue
+        ps, rs, fs = [], [], []
+        for ranking, rel in zip(rankings, relevant, strict=True):
+            cut = cliff_cut([s for _, s in ranking], sigma=sigma, min_k=min_k, max_k=max_k)
+            p, r, f = set_scores([d for d, _ in ranking[: cut.returned]], rel)
+            ps.append(p)
+            rs.append(r)
+            fs.append(f)
+        choice = CutChoice(sigma, min_k, max_k, _mean(ps), _mean(rs), _mean(fs), _mean(fixed))
+        key = (-round(choice.f1, 6), abs(sigma - 0.2))
+        if best is None or key < best[0]:
+            best = (key, choice)
+    assert best is not None
+    return best[1]
+
+
+def _mean(values: Sequence[float]) -> float:
+    return float(sum(values) / len(values)) if values else math.nan

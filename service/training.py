@@ -1,0 +1,326 @@
+"""Training the offline models on a dataset split (``lexsearch train``).
+
+What is learned, all from the split's questions and their gold articles:
+
+1. the law/section classifier, the question memory, the article prior, the term mapping and the
+   query adapter (fast, closed-form or convex fits);
+2. the planner policy: which agents bring gold articles the pool lacked, for which questions;
+3. the learned rerankers (LightGBM lambdarank) over agentic pools and over hybrid pools.
+
+Steps 2 and 3 need pools that look like pools at search time. A model fitted on a question would
+know its answer, so the split is cut into folds and each fold's pools are built with parts fitted
+on the other folds (cross-fitting). The same folds give a cross-validated Recall@10 of the
+reranker, written to the manifest. The final parts are then fitted on the whole split.
+
+Example::
+
+    report = train_models(runtime, Dataset("data/stard-split"), "fit", "models/stard")
+    report.to_dict()["cv"]        # {'recall@10': 0.63, 'rounds': 300, ...}
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from service.agents.base import PlanView
+from service.agents.planner import POOL_AGENTS, QUESTION_AGENTS, PlannerPolicy, policy_vector
+from service.agents.prefilter import LawClassifier
+from service.agents.rewriters.terminology import QueryAdapter, TermMapping
+from service.agents.vocabulary import Vocabulary
+from service.analysis.chain import analyzer_for
+from service.analysis.language import detect_language
+from service.commands.dataset_index import ensure_dataset_index
+from service.corpus.datasets import Dataset
+from service.corpus.graph import CorpusGraph
+from service.corpus.model import Query
+from service.corpus.views import bm25_text, embedding_text
+from service.errors import DataError
+from service.models import TrainedModels
+from service.pipelines.agentic import AgenticPipeline, AgenticState
+from service.pipelines.base import SearchRequest
+from service.pipelines.build import Runtime
+from service.pipelines.resources import IndexResources
+from service.rerank.features import FEATURE_NAMES, pool_features
+from service.rerank.learned import LearnedReranker
+
+log = logging.getLogger(__name__)
+
+FOLDS = 5
+SEED = 13
+ROUND_GRID = (60, 120, 200, 300)
+"""Boosting rounds tried in the cross-validation; the best is used for the final rerankers."""
+
+
+
+@dataclass
+class TrainingData:
+    """A split's questions, prepared once: terms, embeddings, gold articles and their terms/embeddings."""
+
+    queries: list[Query]
+    golds: list[set[str]]
+    tokens: list[list[str]]
+    vectors: np.ndarray
+    gold_terms: dict[str, set[str]]
+    gold_vectors: dict[str, np.ndarray]
+    language: str
+
+
+@dataclass
+class TrainReport:
+    """What training did: sizes, cross-validated scores and timings."""
+
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.info)
+
+
+def _say(progress: Callable[[str], None] | None, message: str) -> None:
+    if progress is not None:
+        progress(message)
+    log.info(message)
+
+
+def prepare(runtime: Runtime, dataset: Dataset, split: str, index: str, graph: CorpusGraph) -> TrainingData:
+    """Read the split and compute everything per question and per gold article once.
+
+    Raises:
+        DataError: when the split has no question with a gold article in the corpus.
+    """
+    qrels = dataset.qrels(split)
+    queries, golds = [], []
+    for q in dataset.queries(split):
+        gold = {d for d in qrels.get(q.qid, set()) if d in graph}
+        if gold:
+            queries.append(q)
+            golds.append(gold)
+    if not queries:
+        raise DataError(f"{dataset.path}: split {split!r} has no question with a gold article in the index")
+    language = dataset.language if dataset.language and "," not in dataset.language else ""
+    tokens = [analyzer_for(q.lang or language or detect_language(q.text)).tokens(q.text) for q in queries]
+    vectors = runtime.embedder.embed_queries([q.text for q in queries])
+    gold_ids = sorted({d for g in golds for d in g})
+    docs = runtime.backend.fetch(index, gold_ids)
+    gold_terms = {d: set(analyzer_for(doc.lang or language).tokens(bm25_text(doc))) for d, doc in docs.items()}
+    doc_vectors = runtime.embedder.embed_documents([embedding_text(docs[d]) for d in gold_ids if d in docs])
+    gold_vectors = {d: v for d, v in zip([d for d in gold_ids if d in docs], doc_vectors, strict=True)}
+    return TrainingData(queries, golds, tokens, vectors, gold_terms, gold_vectors, language)
+
+
+def fit_parts(data: TrainingData, rows: Sequence[int], graph: CorpusGraph, vocabulary: Vocabulary | None,
+              embedder: str) -> TrainedModels:
+    """The question-level parts (classifier, memory, prior, term mapping, adapter) fitted on ``rows``."""
+    tokens = [data.tokens[i] for i in rows]
+    vectors = data.vectors[list(rows)]
+    golds = [data.golds[i] for i in rows]
+    sections = [[graph.info(d).block for d in g] for g in golds]  # type: ignore[union-attr]
+    law_of = {s: s.rsplit("#", 1)[0] for labels in sections for s in labels}
+    classifier = LawClassifier.fit(tokens, vectors, sections, law_of)
+    from service.rerank.priors import ArticlePrior, QuestionMemory
+
+    memory = QuestionMemory.fit(tokens, vectors, golds)
+    prior = ArticlePrior.fit(golds, graph.law_of)
+    answers = [set().union(*(data.gold_terms.get(d, set()) for d in g)) for g in golds]
+    mapping = TermMapping.fit(tokens, answers)
+    targets = []
+    keep = []
+    for j, g in enumerate(golds):
+        vs = [data.gold_vectors[d] for d in g if d in data.gold_vectors]
+        if vs:
+            targets.append(np.mean(vs, axis=0))
+            keep.append(j)
+    adapter = QueryAdapter.fit(vectors[keep], np.asarray(targets)) if keep else None
+    return TrainedModels(language=data.language, embedder=embedder, law_classifier=classifier, memory=memory,
+                         prior=prior, term_mapping=mapping, adapter=adapter, vocabulary=vocabulary)
+
+
+def folds_of(n: int, folds: int = FOLDS, seed: int = SEED) -> list[list[int]]:
+    """A seeded split of ``range(n)`` into ``folds`` parts of near-equal size."""
+    order = list(range(n))
+    random.Random(seed).shuffle(order)
+    return [sorted(order[f::folds]) for f in range(folds)]
+
+
+def _request(query: Query, index: str, k: int) -> SearchRequest:
+    return SearchRequest(query=query.text, index=index, k=k, lang=query.lang, qid=query.qid,
+                         options={"reranker": "none"})
+
+
+def policy_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k: int
+                ) -> dict[str, tuple[np.ndarray, int]]:
+    """Run every agent once (question-side agents on the first pool, pool-side agents on the merged
+    one) and record, per agent, the planner input and whether it *surfaced* a gold article: put one
+    into its top ten that the pool's current top ten lacks (new to the pool or ranked lower there)."""
+    state = pipe.start(_request(query, index, k))
+    rows: dict[str, tuple[np.ndarray, int]] = {}
+    steps = []
+    x0 = policy_vector(state.features, _view(state, QUESTION_AGENTS))
+    top0 = set(pipe.pool_order(state)[:10])
+    for agent in QUESTION_AGENTS:
+        if agent == "hyde":
+            continue
+        step = pipe.rewrite(state, agent)
+        found = {h.doc_id for hits in step.hits for h in hits}
+        rows[agent] = (x0, int(bool((found - top0) & gold)))
+        steps.append(step)
+    state = pipe.merge(state, steps)
+    x1 = policy_vector(state.features, _view(state, POOL_AGENTS))
+    top1 = set(pipe.pool_order(state)[:10])
+    for agent in POOL_AGENTS:
+        step = pipe.rewrite(state, agent)
+        found = {h.doc_id for hits in step.hits for h in hits}
+        rows[agent] = (x1, int(bool((found - top1) & gold)))
+    return rows
+
+
+def _view(state: AgenticState, allowed: Sequence[str]) -> PlanView:
+    return PlanView(question=state.request["query"], language=state.language, round=state.round, max_rounds=4,
+                    allowed=list(allowed), used=state.used, new_per_round=state.new_per_round,
+                    features=state.features)
+
+
+def pool_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k: int
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The pool features and 0/1 labels of one question, searched as at query time (no reranking)."""
+    state = pipe.start(_request(query, index, k))
+    while True:
+        agents = pipe.plan(state)
+        if not agents:
+            break
+        state = pipe.merge(state, [pipe.rewrite(state, a) for a in agents])
+    resources = IndexResources.get(pipe.runtime.backend, index, pipe.models())
+    # Every candidate, as at query time: dropping "uninteresting" ones would teach the trees that a
+    # deep first-retrieval rank means "found by something else", which is often relevant.
+    hits = list(state.pool.values())
+    features = pool_features(hits, pipe.feature_context(state, resources, pipe.models()))
+    labels = np.asarray([1.0 if h.doc_id in gold else 0.0 for h in hits], dtype=np.float32)
+    return features, labels
+
+
+def _cv_recall(groups: list[tuple[np.ndarray, np.ndarray, int]], folds: list[list[int]], gold_counts: list[int],
+               ) -> dict[int, float]:
+    """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`.
+
+    ``gold_counts`` are the full gold-set sizes, so gold articles missing from a pool count as misses.
+    """
+    recalls: dict[int, list[float]] = {n: [] for n in ROUND_GRID}
+    for held in folds:
+        held_set = set(held)
+        train = [g for g in groups if g[2] not in held_set]
+        test = [g for g in groups if g[2] in held_set]
+        if not test:
+            continue
+        model = LearnedReranker.fit(np.concatenate([g[0] for g in train]), np.concatenate([g[1] for g in train]),
+                                    [len(g[1]) for g in train], FEATURE_NAMES, rounds=max(ROUND_GRID))
+        matrix = np.concatenate([g[0] for g in test])
+        bounds = np.cumsum([0] + [len(g[1]) for g in test])
+        for n in ROUND_GRID:
+            scores = model.booster.predict(matrix, num_iteration=n, num_threads=2)
+            for j, g in enumerate(test):
+                part = scores[bounds[j]:bounds[j + 1]]
+                top = np.argsort(-part, kind="stable")[:10]
+                recalls[n].append(float(g[1][top].sum()) / gold_counts[g[2]])
+    return {n: float(np.mean(v)) for n, v in recalls.items()}
+
+
+def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path, *, folds: int = FOLDS,
+                 progress: Callable[[str], None] | None = None, show_bars: bool = False) -> TrainReport:
+    """Fit every learned part on ``split`` of ``dataset`` and write the model folder ``out``.
+
+    Raises:
+        DataError: for a split without usable questions.
+        LexsearchError: from the engine.
+    """
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+
+    def lap(name: str, since: float) -> float:
+        now = time.perf_counter()
+        timings[name] = round(now - since, 1)
+        return now
+
+    index = ensure_dataset_index(runtime, dataset)
+    graph = IndexResources.get(runtime.backend, index, None).graph
+    t = time.perf_counter()
+    _say(progress, f"reading {split} and embedding its questions")
+    data = prepare(runtime, dataset, split, index, graph)
+    t = lap("prepare", t)
+    _say(progress, "building the corpus vocabulary")
+    vocabulary = Vocabulary.build(runtime.backend.scan(index), default_lang=data.language)
+    t = lap("vocabulary", t)
+    embedder = runtime.embedder.name
+    parts = folds_of(len(data.queries), folds)
+    k = max(100, runtime.settings.retrieval.depth)
+    fold_models = []
+    for f in range(len(parts)):
+        _say(progress, f"fold {f + 1}/{folds}: fitting the question-level parts")
+        rest = [i for g, p in enumerate(parts) if g != f for i in p]
+        fold_models.append(fit_parts(data, rest, graph, vocabulary, embedder))
+    t = lap("fold_parts", t)
+
+    # The planner policy, from every agent's gains on cross-fitted pools.
+    agent_rows: dict[str, tuple[list[np.ndarray], list[int]]] = {}
+    for f, held in enumerate(parts):
+        pipe = AgenticPipeline(runtime, models=fold_models[f])
+        for i in tqdm(held, desc=f"policy fold {f + 1}", disable=not show_bars, leave=False):
+            for agent, (x, gain) in policy_rows(pipe, data.queries[i], data.golds[i], index, k).items():
+                xs, ys = agent_rows.setdefault(agent, ([], []))
+                xs.append(x)
+                ys.append(gain)
+    policy = PlannerPolicy.fit({a: (np.asarray(xs), np.asarray(ys)) for a, (xs, ys) in agent_rows.items()})
+    t = lap("policy", t)
+    _say(progress, "planner policy: " + ", ".join(
+        f"{a} gains {m['base_rate']:.2f}, runs {m.get('run_rate', 0.0):.2f}" for a, m in policy.models.items()))
+
+    # Reranker pools, searched as at query time with the fold's parts and the policy.
+    agentic_groups: list[tuple[np.ndarray, np.ndarray, int]] = []
+    hybrid_groups: list[tuple[np.ndarray, np.ndarray, int]] = []
+    for f, held in enumerate(parts):
+        models = fold_models[f]
+        models.planner = policy
+        agentic = AgenticPipeline(runtime, models=models)
+        hybrid = AgenticPipeline(runtime, name="hybrid+rerank", rounds=False, models=models)
+        for i in tqdm(held, desc=f"pools fold {f + 1}", disable=not show_bars, leave=False):
+            x, y = pool_rows(agentic, data.queries[i], data.golds[i], index, k)
+            agentic_groups.append((x, y, i))
+            x, y = pool_rows(hybrid, data.queries[i], data.golds[i], index, k)
+            hybrid_groups.append((x, y, i))
+    t = lap("pools", t)
+    gold_counts = [len(g) for g in data.golds]
+    _say(progress, "cross-validating the rerankers")
+    cv_agentic = _cv_recall(agentic_groups, parts, gold_counts)
+    best_agentic = max(cv_agentic, key=lambda n: cv_agentic[n])
+    pool_recall = float(np.mean([g[1].sum() / gold_counts[g[2]] for g in agentic_groups]))
+    t = lap("cv", t)
+
+    _say(progress, "fitting the final models on the whole split")
+    final = fit_parts(data, list(range(len(data.queries))), graph, vocabulary, embedder)
+    final.planner = policy
+    final.reranker_agentic = LearnedReranker.fit(
+        np.concatenate([g[0] for g in agentic_groups]), np.concatenate([g[1] for g in agentic_groups]),
+        [len(g[1]) for g in agentic_groups], FEATURE_NAMES, rounds=best_agentic)
+    final.reranker_hybrid = LearnedReranker.fit(
+        np.concatenate([g[0] for g in hybrid_groups]), np.concatenate([g[1] for g in hybrid_groups]),
+        [len(g[1]) for g in hybrid_groups], FEATURE_NAMES, rounds=best_agentic, label="learned_hybrid")
+    lap("final", t)
+    info = {
+        "dataset": dataset.name, "data": str(dataset.path), "split": split, "questions": len(data.queries),
+        "corpus_documents": len(graph), "index": index, "folds": folds,
+        "cv": {"agentic_recall@10": round(cv_agentic[best_agentic], 4), "agentic_rounds": best_agentic,
+               "agentic_by_rounds": {str(n): round(v, 4) for n, v in cv_agentic.items()},
+               "pool_recall": round(pool_recall, 4),
+               "mean_pool": round(float(np.mean([len(g[1]) for g in agentic_groups])), 1)},
+        "timings_s": {**timings, "total": round(time.perf_counter() - started, 1)},
+    }
+    final.info = info
+    final.save(out)
+    return TrainReport(info)

@@ -1,0 +1,84 @@
+"""``lexsearch train`` and the agentic pipelines through the CLI (eval and search with --model)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from service.cli import main
+from tests.support.corpus import MINI
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, embedding_cache_dir) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("train-cli")
+    return {"LEXSEARCH_EMBEDDER_CACHE_DIR": str(embedding_cache_dir), "LEXSEARCH_INDEX_ROOT": str(root / "indices"),
+            "LEXSEARCH_PROGRESS": "0", "root": str(root)}
+
+
+@pytest.fixture
+def cli(env, monkeypatch, capsys):
+    for key, value in env.items():
+        if key.startswith("LEXSEARCH_"):
+            monkeypatch.setenv(key, value)
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main(list(argv))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+    return run
+
+
+@pytest.fixture(scope="module")
+def model_dir(env) -> str:
+    out = str(Path(env["root"]) / "model")
+    mp = pytest.MonkeyPatch()
+    for key, value in env.items():
+        if key.startswith("LEXSEARCH_"):
+            mp.setenv(key, value)
+    assert main(["train", "--data", str(MINI), "--split", "dev", "--out", out, "--folds", "2",
+                 "--json", str(Path(env["root"]) / "report.json")]) == 0
+    mp.undo()
+    return out
+
+
+def test_train_writes_a_model_folder_and_a_report(model_dir, env) -> None:
+    assert (Path(model_dir) / "manifest.json").is_file()
+    report = json.loads((Path(env["root"]) / "report.json").read_text())
+    assert report["questions"] == 8 and "agentic_recall@10" in report["cv"]
+
+
+def test_eval_runs_agentic_pipelines_with_the_model(cli, model_dir, env) -> None:
+    out_json = str(Path(env["root"]) / "eval.json")
+    code, out, _ = cli("eval", "--data", str(MINI), "--split", "dev", "--pipeline", "hybrid,hybrid+rerank,agentic",
+                       "--model", model_dir, "--reranker", "learned", "--option", "max_rounds=2",
+                       "--option", "agents=terminology,decompose,conditions", "--json", out_json)
+    assert code == 0 and "agentic" in out
+    results = {r["pipeline"]: r for r in json.loads(Path(out_json).read_text())}
+    assert set(results) == {"hybrid", "hybrid+rerank", "agentic"}
+    assert all(0.0 <= r["recall@10"] <= 1.0 for r in results.values())
+
+
+def test_search_explains_agents_and_reranker(cli, model_dir) -> None:
+    index = str(Path(model_dir).parent / "indices" / json.loads((Path(model_dir) / "manifest.json").read_text())[
+        "index"])
+    code, out, _ = cli("search", "用人单位辞退员工未通知工会", "--index", index, "--pipeline", "agentic",
+                       "--model", model_dir, "--json", "--explain", "--reranker", "learned")
+    assert code == 0
+    body = json.loads(out)
+    assert body["hits"] and body["trace"]["reranker"]["name"] == "learned" and "rounds" in body["trace"]
+
+
+def test_bad_split_and_bad_option_are_clear_errors(cli, model_dir) -> None:
+    code, _, err = cli("train", "--data", str(MINI), "--split", "nope", "--out", "/tmp/never")
+    assert code == 2 and "no split 'nope'" in err
+    code, _, err = cli("eval", "--data", str(MINI), "--split", "dev", "--pipeline", "agentic", "--model", model_dir,
+                       "--option", "max_rounds=7")
+    assert code == 2 and "max_rounds" in err
+    code, _, err = cli("eval", "--data", str(MINI), "--split", "dev", "--pipeline", "agentic", "--model",
+                       "/nonexistent/model")
+    assert code == 2 and "lexsearch train" in err

@@ -1,0 +1,62 @@
+"""CorpusGraph on the mini fixture corpus: laws, article order, neighbours and citation links."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.corpus.graph import BLOCK_SIZE, CorpusGraph
+from service.corpus.model import LegalDoc
+from service.indexing import with_citations
+
+pytestmark = pytest.mark.unit
+
+
+def doc(doc_id: str, citation: str, law: str, text: str = "Text.", lang: str = "de") -> LegalDoc:
+    return with_citations(LegalDoc(id=doc_id, citation=citation, text=text, law=law, lang=lang))
+
+
+@pytest.fixture
+def graph() -> CorpusGraph:
+    return CorpusGraph.build([
+        doc("or-3", "Art. 3 OR", "OR", "Siehe Art. 1 OR."),
+        doc("or-1", "Art. 1 OR", "OR"),
+        doc("or-2", "Art. 2 OR", "OR", "Wie in Art. 1 OR und Art. 3 OR."),
+        doc("or-2a", "Art. 2a OR", "OR"),
+        doc("zgb-1", "Art. 1 ZGB", "ZGB", "Nach Art. 2 OR."),
+    ])
+
+
+def test_articles_are_ordered_by_number_within_their_law(graph: CorpusGraph) -> None:
+    assert list(graph.articles_of("OR")) == ["or-1", "or-2", "or-2a", "or-3"]
+    info = graph.info("or-2a")
+    assert info is not None and (info.law, info.position, info.law_size, info.number) == ("OR", 2, 4, 2)
+    assert info.block == "OR#0" and BLOCK_SIZE > 4
+    assert graph.law_of("zgb-1") == "ZGB" and graph.law_of("missing") == "" and graph.info("missing") is None
+    assert sorted(graph.laws()) == ["OR", "ZGB"] and len(graph) == 5 and "or-1" in graph
+
+
+def test_neighbours_stay_inside_the_law_nearest_first(graph: CorpusGraph) -> None:
+    assert graph.neighbours("or-2") == ["or-1", "or-2a"]
+    assert graph.neighbours("or-1") == ["or-2"]
+    assert graph.neighbours("or-1", span=2) == ["or-2", "or-2a"]
+    assert graph.neighbours("zgb-1") == [] and graph.neighbours("missing") == []
+
+
+def test_citations_resolve_to_documents_in_both_directions(graph: CorpusGraph) -> None:
+    assert set(graph.cites("or-2")) == {"or-1", "or-3"}
+    assert graph.cites("zgb-1") == ("or-2",)
+    assert set(graph.cited_by("or-1")) == {"or-2", "or-3"}
+    assert graph.cited_by("or-2") == ("zgb-1",)
+    assert graph.cites("or-1") == ()
+
+
+def test_without_citations_keeps_order_and_neighbours(graph: CorpusGraph) -> None:
+    bare = graph.without_citations()
+    assert bare.cites("or-2") == () and bare.cited_by("or-1") == ()
+    assert bare.neighbours("or-2") == graph.neighbours("or-2") and bare.law_of("zgb-1") == "ZGB"
+
+
+def test_mini_corpus_builds(mini_docs: list[LegalDoc]) -> None:
+    graph = CorpusGraph.build(with_citations(d) for d in mini_docs)
+    assert len(graph) == len(mini_docs)
+    assert any(graph.cites(d.id) for d in mini_docs)

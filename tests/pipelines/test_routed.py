@@ -1,0 +1,120 @@
+"""The routed pipeline end to end on the mini fixture index: trace, tiers, ablations, cut, calibration."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.config import load_settings
+from service.errors import InvalidInput
+from service.evaluation.harness import evaluate
+from service.indexing import index_documents
+from service.pipelines.base import SearchRequest
+from service.pipelines.build import Runtime, pipeline_names
+from service.pipelines.routed import RoutedPipeline, option_flag
+from tests.support.counting_backend import CountingBackend
+
+pytestmark = pytest.mark.unit
+
+QUESTION = "用人单位辞退员工未通知工会是否属于违法解除？"
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory, mini_docs, use_embedder) -> Runtime:
+    """A runtime over a private mini index (tests here write its metadata)."""
+    backend = CountingBackend(tmp_path_factory.mktemp("routed-indices"))
+    assert index_documents(backend, use_embedder, "mini", mini_docs, language="").ok
+    settings = load_settings(environ={}, overrides={"routing": {"metadata_ttl_s": 0}})
+    return Runtime(settings, backend=backend, embedder=use_embedder)
+
+
+def _run(runtime: Runtime, query: str = QUESTION, **options: object):  # type: ignore[no-untyped-def]
+    return runtime.pipeline("routed").run(SearchRequest(query=query, index="mini", k=10, options=dict(options)))
+
+
+def test_routed_is_registered_and_answers_with_a_full_trace(runtime: Runtime) -> None:
+    assert "routed" in pipeline_names()
+    response = _run(runtime)
+    assert response.hits and 1 <= response.returned <= len(response.hits) <= 10
+    trace = response.trace
+    routing = trace["routing"]
+    assert trace["pipeline"] == "routed"
+    assert routing["tier"] in (0, 1, 2, 3) and routing["strategy"]["tier"] == routing["tier"]
+    assert 0.0 <= routing["score"] <= 1.0 and 0.0 <= routing["qsi"] <= 1.0 and 0.0 <= routing["rdi"] <= 1.0
+    assert routing["complexity"]["intrinsic"]["dimensions_source"] == "offline"
+    assert set(routing["complexity"]["intrinsic"]["dimensions"]) == {
+        "reasoning_chain", "knowledge_integration", "domain_span", "relational_reasoning", "conditional_density"}
+    assert routing["params"]["sources"]["thresholds"] == "settings"
+    assert {"embed", "retrieve", "complexity", "strategy", "cut", "total"} <= set(trace["timings_ms"])
+    assert trace["llm_calls"] == 0
+    assert trace["cut"]["returned"] == response.returned and trace["cut"]["reason"] in ("cliff", "max_k", "end")
+    assert routing["probe_reused"] or routing["fallback"] is None
+
+
+@pytest.mark.parametrize("tier", [0, 1, 2, 3])
+def test_every_tier_runs_and_reuses_the_probe(runtime: Runtime, tier: int) -> None:
+    before = CountingBackend.probes
+    response = _run(runtime, tier=str(tier))
+    routing = response.trace["routing"]
+    assert routing["tier"] == tier and routing["score"] is None  # forced: no complexity computed
+    assert response.hits
+    strategy = routing["strategy"]["pipeline"]
+    if strategy not in pipeline_names():
+        assert routing["ran"] == "hybrid" and "not available" in routing["fallback"]
+    else:
+        assert routing["fallback"] is None
+    if routing["probe_reused"]:
+        assert CountingBackend.probes == before + 1
+
+
+def test_ablation_options(runtime: Runtime) -> None:
+    no_intrinsic = _run(runtime, no_intrinsic="1").trace["routing"]
+    assert no_intrinsic["complexity"]["intrinsic"] is None and no_intrinsic["qsi"] is not None
+    no_consistency = _run(runtime, no_consistency=True).trace["routing"]
+    assert no_consistency["complexity"]["consistency"] is None and no_consistency["qsi"] is None
+    fixed = _run(runtime, no_cliff="true")
+    assert fixed.returned == min(10, len(fixed.hits)) and fixed.trace["cut"]["reason"] == "disabled"
+    assert _run(runtime, no_cliff="1", fixed_k="3").returned == 3
+
+
+@pytest.mark.parametrize("options", [
+    {"tier": "7"}, {"tier": "x"}, {"no_cliff": "maybe"}, {"no_intrinsic": "1", "no_consistency": "1"},
+])
+def test_bad_options_are_clear_errors(runtime: Runtime, options: dict[str, str]) -> None:
+    with pytest.raises(InvalidInput):
+        _run(runtime, **options)
+
+
+def test_empty_query_is_rejected(runtime: Runtime) -> None:
+    with pytest.raises(InvalidInput, match="empty"):
+        _run(runtime, query="  ")
+
+
+def test_stored_calibration_steers_the_router(runtime: Runtime) -> None:
+    backend = runtime.backend
+    backend.update_metadata("mini", routing={"thresholds": [1.0, 1.0, 1.0], "gamma": 0.5,
+                                             "cut": {"sigma": 0.3, "min_k": 2, "max_k": 5}})
+    try:
+        response = _run(runtime)
+        routing = response.trace["routing"]
+        assert routing["tier"] == 0 and routing["params"]["sources"]["thresholds"] == "calibrated"
+        assert 2 <= response.returned <= 5 and response.trace["cut"]["sigma"] == 0.3
+    finally:
+        backend.update_metadata("mini", routing={})
+    assert _run(runtime).trace["routing"]["params"]["sources"]["thresholds"] == "settings"
+
+
+def test_evaluation_reports_set_metrics(runtime: Runtime, mini_dataset) -> None:
+    queries, qrels = mini_dataset.queries("dev"), mini_dataset.qrels("dev")
+    result, run = evaluate(runtime.pipeline("routed"), queries, qrels, index="mini", k=10)
+    assert set(result.to_dict()["set"]) == {"precision", "recall", "f1"}
+    assert len(run) == len(queries) and result.recall_10 > 0.3
+
+
+def test_option_flag_parsing() -> None:
+    assert option_flag({"x": "yes"}, "x") and not option_flag({"x": "0"}, "x") and not option_flag({}, "x")
+    assert option_flag({"x": True}, "x")
+
+
+def test_pipeline_is_built_from_the_runtime(runtime: Runtime) -> None:
+    pipe = runtime.pipeline("routed")
+    assert isinstance(pipe, RoutedPipeline) and pipe.estimator.llm is None

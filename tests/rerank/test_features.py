@@ -1,0 +1,65 @@
+"""Pool features: shape, the signals each column carries, and neutral values for missing inputs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from service.corpus.graph import CorpusGraph
+from service.corpus.model import Hit, LegalDoc, Provenance
+from service.rerank.features import FEATURE_NAMES, FeatureContext, pool_features
+from service.rerank.priors import ArticlePrior, MemoryVote
+
+pytestmark = pytest.mark.unit
+
+COL = {n: i for i, n in enumerate(FEATURE_NAMES)}
+
+
+def _graph() -> CorpusGraph:
+    docs = [LegalDoc(id=f"or-{i}", citation=f"Art. {i} OR", text="x" * 10 * i, law="OR",
+                     cites=("OR art. 1",) if i == 3 else ()) for i in range(1, 5)]
+    docs.append(LegalDoc(id="zgb-1", citation="Art. 1 ZGB", text="y", law="ZGB"))
+    return CorpusGraph.build(docs)
+
+
+def _hits() -> list[Hit]:
+    return [
+        Hit("or-1", 1.0, scores={"bm25": 10.0, "knn": 0.8}, ranks={"bm25": 1, "knn": 1, "hybrid": 1},
+            provenance=[Provenance("hybrid", 0, 1)]),
+        Hit("or-3", 0.5, scores={"bm25": 5.0}, ranks={"bm25": 2, "hybrid": 2},
+            provenance=[Provenance("hybrid", 0, 2), Provenance("terminology", 1, 3), Provenance("conditions", 2, 1)]),
+        Hit("zgb-1", 0.0, ranks={"memory": 1}, provenance=[Provenance("memory", 0, 1)]),
+    ]
+
+
+def test_matrix_has_one_row_per_hit_and_named_columns() -> None:
+    matrix = pool_features(_hits(), FeatureContext())
+    assert matrix.shape == (3, len(FEATURE_NAMES)) and matrix.dtype == np.float32
+    assert len(set(FEATURE_NAMES)) == len(FEATURE_NAMES)
+    assert pool_features([], FeatureContext()).shape == (0, len(FEATURE_NAMES))
+
+
+def test_columns_carry_retrieval_agent_prior_and_graph_signals() -> None:
+    ctx = FeatureContext(graph=_graph(), law_probabilities={"OR": 0.9, "ZGB": 0.1},
+                         section_probabilities={"OR#0": 0.8},
+                         prior=ArticlePrior.fit([{"or-3"}, {"or-3"}], lambda d: "OR"),
+                         memory={"zgb-1": MemoryVote(0.7, 0.9, 1)}, memory_top_sim=0.9, query_terms=4, depth=100)
+    m = pool_features(_hits(), ctx)
+    or1, or3, zgb = m
+    assert or1[COL["bm25"]] == 10.0 and or1[COL["bm25_z"]] > or3[COL["bm25_z"]]
+    assert zgb[COL["bm25_rank_log"]] == pytest.approx(math.log(200))  # not found: twice the depth
+    assert or3[COL["knn"]] < or1[COL["knn"]]
+    assert or3[COL["n_agents"]] == 2 and or3[COL["n_rounds"]] == 2 and or3[COL["n_rewrites"]] == 2
+    assert or3[COL["agent_terminology"]] == pytest.approx(1 / 3) and or3[COL["agent_conditions"]] == 1.0
+    assert or1[COL["n_agents"]] == 0 and or1[COL["agent_repair"]] == 0
+    assert zgb[COL["memory_vote"]] == pytest.approx(0.7) and or1[COL["memory_vote"]] == 0
+    assert or3[COL["prior_log"]] == pytest.approx(math.log(3)) and or3[COL["prior_law_share"]] == 1.0
+    assert or1[COL["law_logp"]] > zgb[COL["law_logp"]] and or1[COL["law_rank"]] == 1
+    assert or1[COL["section_logp"]] == pytest.approx(math.log(0.8 + 1e-4))
+    assert or3[COL["cites_top"]] == 1 and or1[COL["cited_by_top"]] == 1
+    assert or3[COL["article_position"]] == pytest.approx(2 / 3) and or3[COL["law_size_log"]] == pytest.approx(
+        math.log(5))
+    assert or1[COL["same_law_top10"]] == 1.0
+    assert all(row[COL["query_terms"]] == 4 and row[COL["law_top_p"]] == pytest.approx(0.9) for row in m)

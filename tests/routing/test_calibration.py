@@ -1,0 +1,169 @@
+"""Label-free QSI calibration (pseudo-queries) and the grid searches behind ``lexsearch calibrate``."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from service.backends.embedded import EmbeddedBackend
+from service.corpus.model import LegalDoc
+from service.errors import InvalidInput
+from service.indexing import index_documents
+from service.routing.calibration import (
+    METHOD,
+    calibrate_qsi,
+    ensure_qsi_calibration,
+    ensure_qsi_quietly,
+    pseudo_queries,
+    qsi_parameters,
+    sample_documents,
+)
+from service.routing.complexity import qsi
+from service.routing.laws import laws_covering
+from service.routing.tuning import FitData, assign_tiers, routed_rankings, search_cut, search_routing
+
+pytestmark = pytest.mark.unit
+
+
+def test_qsi_parameters_hand_computed() -> None:
+    scores = [float(x) for x in range(1, 101)]
+    a, b, pct = qsi_parameters(scores)
+    assert b == pytest.approx(50.5)
+    assert (pct["p10"], pct["p90"]) == (pytest.approx(10.9), pytest.approx(90.1))
+    assert a == pytest.approx(2 * math.log(9) / (90.1 - 10.9))
+    # the central 80% of scores spans QSI 0.1 .. 0.9
+    assert qsi(pct["p10"], a=a, b=b) == pytest.approx(0.1)
+    assert qsi(pct["p90"], a=a, b=b) == pytest.approx(0.9)
+
+
+def test_qsi_parameters_refuse_too_little_or_flat_evidence() -> None:
+    with pytest.raises(ValueError, match="at least 10"):
+        qsi_parameters([1.0, 2.0])
+    with pytest.raises(ValueError, match="spread"):
+        qsi_parameters([3.0] * 50)
+
+
+def test_reservoir_sample_and_pseudo_queries_are_reproducible() -> None:
+    docs = [LegalDoc(id=f"d{i}", citation=f"Art. {i}", text=f"word{i} shared text number {i}", lang="en")
+            for i in range(40)]
+    sample = sample_documents(iter(docs), 10, random.Random(1))
+    assert len(sample) == 10 and len({d.id for d in sample}) == 10
+    assert [d.id for d in sample] == [d.id for d in sample_documents(iter(docs), 10, random.Random(1))]
+    queries = pseudo_queries(docs, default_lang="en", count=20, rng=random.Random(2), min_terms=3, max_terms=5)
+    again = pseudo_queries(docs, default_lang="en", count=20, rng=random.Random(2), min_terms=3, max_terms=5)
+    assert queries == again and len(queries) == 20
+    assert all(3 <= len(text.split()) <= 5 and lang == "en" for text, lang in queries)
+    with pytest.raises(ValueError):
+        pseudo_queries(docs, default_lang="en", count=1, rng=random.Random(), min_terms=5, max_terms=3)
+
+
+@pytest.fixture(scope="module")
+def own_index(tmp_path_factory, mini_docs, use_embedder) -> tuple[EmbeddedBackend, str]:
+    """A private copy of the mini index: these tests write its metadata."""
+    backend = EmbeddedBackend(tmp_path_factory.mktemp("calibration-indices"))
+    assert index_documents(backend, use_embedder, "mini", mini_docs, language="").ok
+    return backend, "mini"
+
+
+def test_calibrate_qsi_on_the_mini_index_and_store_it(own_index) -> None:
+    backend, name = own_index
+    first = calibrate_qsi(backend, name, samples=80, seed=3)
+    assert first.a > 0 and first.p10 < first.b < first.p90 and first.samples >= 10
+    assert calibrate_qsi(backend, name, samples=80, seed=3).b == first.b  # same seed, same numbers
+    stored = ensure_qsi_calibration(backend, name, samples=80)
+    assert backend.metadata(name)["qsi"] == stored and stored["method"] == METHOD
+    backend.update_metadata(name, qsi={**stored, "a": 123.0})
+    assert ensure_qsi_calibration(backend, name)["a"] == 123.0  # already there: left alone
+    assert ensure_qsi_calibration(backend, name, force=True, samples=80)["a"] != 123.0
+    assert ensure_qsi_quietly(backend, name).startswith("QSI calibrated")
+
+
+def test_calibration_of_an_index_too_small_is_a_clear_error(tmp_path, use_embedder) -> None:
+    backend = EmbeddedBackend(tmp_path)
+    doc = LegalDoc(id="only", citation="Art. 1", text="Einziger Artikel", lang="de")
+    assert index_documents(backend, use_embedder, "tiny", [doc], language="de").ok
+    with pytest.raises(InvalidInput, match="cannot calibrate QSI"):
+        calibrate_qsi(backend, "tiny", samples=30)
+    assert "not calibrated" in ensure_qsi_quietly(backend, "tiny")
+    assert "qsi" not in backend.metadata("tiny")
+
+
+def test_laws_covering() -> None:
+    assert laws_covering([0.5, 0.2, 0.2, 0.1]) == 3
+    assert laws_covering([0.9, 0.1]) == 1
+    assert laws_covering([0.1] * 10) == 5  # capped
+    assert laws_covering([]) == 0
+
+
+# ----- grid searches -------------------------------------------------------------------------------
+
+def _fit_data() -> FitData:
+    """Four queries, two tiers: tier 1 helps the two hard queries (high complexity) and costs 10x."""
+    c_int = np.array([0.1, 0.2, 0.8, 0.9])
+    c_con = np.array([0.1, 0.2, 0.8, 0.9])
+    recall = np.array([[1.0, 1.0, 0.0, 0.0],
+                       [1.0, 1.0, 1.0, 1.0]])
+    latency = np.array([[10.0, 10.0, 10.0, 10.0],
+                        [100.0, 100.0, 100.0, 100.0]])
+    return FitData(c_int, c_con, recall, latency)
+
+
+def test_assign_tiers_matches_the_router() -> None:
+    assert list(assign_tiers(np.array([0.0, 0.25, 0.45, 0.7, 1.0]), (0.25, 0.45, 0.7))) == [0, 1, 2, 3, 3]
+
+
+def test_search_routing_finds_the_split_that_meets_the_budget() -> None:
+    choice = search_routing(_fit_data(), latency_budget=0.6, gammas=(0.5,), grid=(0.0, 0.5, 1.0))
+    # sending the two hard queries to tier 1 keeps full recall at (2 * 10 + 2 * 100) / 4 = 55 ms <= 60
+    assert choice.thresholds[0] == 0.5
+    assert choice.recall == 1.0 and choice.latency_ms == pytest.approx(55.0)
+    assert choice.tier_shares == (0.5, 0.5) and choice.feasible and choice.rule == "both"
+    assert choice.reference_recall == 1.0 and choice.reference_latency_ms == 100.0
+
+
+def test_search_routing_keeps_the_recall_floor_when_the_budget_is_too_tight() -> None:
+    choice = search_routing(_fit_data(), latency_budget=0.2, gammas=(0.5,), grid=(0.0, 0.5, 1.0))
+    assert choice.rule == "recall-floor" and not choice.feasible
+    assert choice.recall == 1.0 and choice.latency_ms == pytest.approx(55.0)  # the fastest that keeps recall
+    # on the fit mean, "all in tier 0" keeps exactly half the recall ...
+    cheap = search_routing(_fit_data(), recall_target=0.5, latency_budget=0.2, confidence=None, gammas=(0.5,),
+                           grid=(0.0, 0.5, 1.0))
+    assert cheap.rule == "both" and cheap.recall == 0.5 and cheap.latency_ms == 10.0
+    assert cheap.recall_lower == pytest.approx(0.5)
+    # ... but on four queries its lower confidence bound is far below: the floor is not trusted
+    careful = search_routing(_fit_data(), recall_target=0.5, latency_budget=0.2, gammas=(0.5,),
+                             grid=(0.0, 0.5, 1.0))
+    assert careful.rule == "recall-floor" and careful.recall == 1.0
+    no_floor = search_routing(_fit_data(), gammas=(0.5,), grid=(1.0,))  # only "all in tier 0" is on the grid
+    assert no_floor.rule == "best-recall" and no_floor.recall == 0.5
+
+
+def test_search_routing_rejects_bad_input() -> None:
+    with pytest.raises(ValueError):
+        search_routing(_fit_data(), latency_budget=0.0)
+    with pytest.raises(ValueError):
+        search_routing(_fit_data(), recall_target=1.5)
+    with pytest.raises(ValueError):
+        search_routing(_fit_data(), confidence=1.0)
+    with pytest.raises(ValueError):
+        FitData(np.zeros(2), np.zeros(3), np.zeros((2, 2)), np.zeros((2, 2)))
+
+
+def test_search_cut_prefers_cutting_at_the_cliff() -> None:
+    rankings = [[("a", 10.0), ("b", 9.8), ("x", 3.0), ("y", 2.9)] + [(f"z{i}", 1.0 - i * 0.01) for i in range(20)],
+                [("c", 8.0), ("w", 2.0), ("v", 1.9)] + [(f"u{i}", 1.0 - i * 0.01) for i in range(20)]]
+    relevant = [{"a", "b"}, {"c"}]
+    choice = search_cut(rankings, relevant, sigmas=(0.1, 0.2), min_ks=(1,), max_ks=(10,))
+    assert choice.f1 == pytest.approx(1.0) and choice.precision == 1.0 and choice.recall == 1.0
+    assert choice.fixed10_f1 == pytest.approx((2 * 0.2 * 1 / 1.2 + 2 * 0.1 * 1 / 1.1) / 2)
+    assert choice.sigma == 0.2  # both sigmas are perfect: the one closest to the default wins
+
+
+def test_routed_rankings_follow_the_choice() -> None:
+    data = _fit_data()
+    data.rankings = [[[("t0", 1.0)]] * 4, [[("t1", 1.0)]] * 4]
+    choice = search_routing(data, latency_budget=0.6, gammas=(0.5,), grid=(0.0, 0.5, 1.0))
+    assert [r[0][0] for r in routed_rankings(data, choice)] == ["t0", "t0", "t1", "t1"]
