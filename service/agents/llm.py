@@ -54,6 +54,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from service.config import LlmSettings
+from service.jsontypes import JSON_TYPES
 
 if TYPE_CHECKING:
     import openai
@@ -238,15 +239,7 @@ class SchemaError(ValueError):
     """A value does not match its schema; ``str()`` names the JSON path."""
 
 
-_TYPES: dict[str, Callable[[Any], bool]] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
+_TYPES = JSON_TYPES
 _KEYWORDS = frozenset({
     "type", "properties", "required", "additionalProperties", "items", "enum", "minItems", "maxItems",
     "uniqueItems", "minLength", "maxLength", "minimum", "maximum", "description", "title",

@@ -22,6 +22,8 @@ Example::
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +43,9 @@ PREFILTER_MAX_LAWS = 3
 LOW_CONFIDENCE = 0.35
 """Below this top-law probability the prefilter widens to :data:`WIDE_LAWS` laws."""
 WIDE_LAWS = 6
+RECENT_PREDICTIONS = 64
+"""How many recent questions' section probabilities a classifier remembers: routing and the strategy
+it picks ask about the same question, with the same terms and vector, within milliseconds."""
 
 
 class LawClassifier:
@@ -64,6 +69,8 @@ class LawClassifier:
         self._law_names = list(dict.fromkeys(self.laws))
         law_index = {law: i for i, law in enumerate(self._law_names)}
         self._law_of_row = np.array([law_index[law] for law in self.laws], dtype=np.int64)
+        self._recent: OrderedDict[tuple[tuple[str, ...], bytes], np.ndarray] = OrderedDict()
+        self._recent_lock = threading.Lock()
 
     @classmethod
     def fit(cls, tokens: Sequence[Sequence[str]], vectors: np.ndarray | None, labels: Sequence[Sequence[str]],
@@ -99,12 +106,24 @@ class LawClassifier:
                    [law_of[s] for s in sections])
 
     def section_probabilities(self, tokens: Sequence[str], vector: np.ndarray | None = None) -> np.ndarray:
-        """Probabilities over :attr:`sections` (softmax of the linear scores)."""
+        """Probabilities over :attr:`sections` (softmax of the linear scores); treat the array as read-only."""
+        key = (tuple(tokens), b"" if vector is None else np.ascontiguousarray(vector, dtype=np.float32).tobytes())
+        with self._recent_lock:
+            cached = self._recent.get(key)
+            if cached is not None:
+                self._recent.move_to_end(key)
+                return cached
         x = _features(self.space, [tokens], None if vector is None else vector[None, :], self.vector_dim)
         scores = np.asarray(x @ self.coef.T).ravel() + self.intercept
         scores -= scores.max()
         probs = np.exp(scores)
-        return probs / probs.sum()
+        probs /= probs.sum()
+        probs.flags.writeable = False
+        with self._recent_lock:
+            self._recent[key] = probs
+            while len(self._recent) > RECENT_PREDICTIONS:
+                self._recent.popitem(last=False)
+        return probs
 
     def law_probabilities(self, tokens: Sequence[str], vector: np.ndarray | None = None) -> list[tuple[str, float]]:
         """Laws with probabilities, most likely first (only laws seen in training)."""

@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from service.errors import InvalidInput
+from service.jsontypes import JSON_TYPES
 
 
 class RequestInvalid(InvalidInput):
@@ -36,15 +37,7 @@ class RequestInvalid(InvalidInput):
         self.path = path
 
 
-_TYPES = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
+_TYPES = JSON_TYPES
 
 
 @cache

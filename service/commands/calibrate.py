@@ -112,6 +112,7 @@ def collect_fit_data(pipe: Any, queries: Sequence[Query], qrels: dict[str, set[s
     c_int, c_con = [], []
     recall = [[] for _ in range(tiers)]
     latency = [[] for _ in range(tiers)]
+    reference: list[float] = []
     rankings: list[list[list[tuple[str, float]]]] = [[] for _ in range(tiers)]
     relevant = []
     params = pipe.params(index)
@@ -127,7 +128,9 @@ def collect_fit_data(pipe: Any, queries: Sequence[Query], qrels: dict[str, set[s
                                 lang=query.lang, qid=query.qid)
         start = time.perf_counter()
         probe = pipe.probe(request, params, Stopwatch())
+        probed = time.perf_counter()
         report = pipe.assess(request, probe, params, RoutedOptions())
+        probe_ms = (probed - start) * 1000.0
         common_ms = (time.perf_counter() - start) * 1000.0
         rel = qrels.get(query.qid, set())
         relevant.append(rel)
@@ -145,9 +148,10 @@ def collect_fit_data(pipe: Any, queries: Sequence[Query], qrels: dict[str, set[s
             rankings[tier].append(ranking)
             recall[tier].append(metrics.recall_at([d for d, _ in ranking], rel, 10))
             latency[tier].append(common_ms + ms)
+        reference.append(probe_ms + done[key][1])  # the last tier's strategy, run without routing
     return FitData(c_intrinsic=np.asarray(c_int, dtype=np.float64), c_consistency=np.asarray(c_con, dtype=np.float64),
                    recall=np.asarray(recall, dtype=np.float64), latency_ms=np.asarray(latency, dtype=np.float64),
-                   rankings=rankings, relevant=relevant)
+                   rankings=rankings, relevant=relevant, reference_latency_ms=np.asarray(reference, dtype=np.float64))
 
 
 def calibration_entry(routing: RoutingChoice, cut: CutChoice, *, dataset: str, split: str,

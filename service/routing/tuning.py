@@ -3,11 +3,13 @@
 Pure functions over per-query measurements of a training split (see :class:`FitData`); nothing
 here runs a search, so the search is exhaustive and exact over the grid.
 
-Routing objective, with the reference "always run the last tier" (recall ``R*``, latency ``L*``):
+Routing objective, with the reference "always run the last tier's strategy, without routing" (recall
+``R*``, latency ``L*``: the probe and the strategy, but no complexity estimate):
 
 1. among the configurations ``(gamma, t1 <= t2 <= t3)`` of the grid that keep at least ``recall_target``
    of ``R*`` (on a bootstrap lower confidence bound, see :func:`search_routing`) with a mean latency
-   <= ``latency_budget`` x ``L*``, the highest Recall@10 (ties: lower latency);
+   <= ``latency_budget`` x ``L*`` (on a bootstrap upper confidence bound), the highest Recall@10
+   (ties: lower latency);
 2. if none meets both, the fastest one that keeps the recall floor (the budget cannot be met: the
    shared probe alone may already cost more than the budget);
 3. if none keeps the floor, the highest Recall@10.
@@ -34,7 +36,7 @@ import numpy as np
 from service.evaluation.metrics import set_scores
 from service.retrieval.cut import cliff_cut
 
-DEFAULT_GAMMAS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+DEFAULT_GAMMAS: tuple[float, ...] = tuple(round(x * 0.1, 1) for x in range(11))
 DEFAULT_GRID: tuple[float, ...] = tuple(round(x * 0.05, 2) for x in range(21))
 DEFAULT_SIGMAS: tuple[float, ...] = (0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
 DEFAULT_MIN_KS: tuple[int, ...] = (1, 2, 3)
@@ -54,6 +56,8 @@ class FitData:
             (shared probe and complexity included).
         rankings: ``rankings[t][i]`` = the tier's ranked ``(doc_id, score)`` list for query ``i``.
         relevant: the relevant ids per query.
+        reference_latency_ms: shape ``(n,)``, the latency of running the last tier's strategy directly,
+            without routing (no complexity estimate); ``latency_ms[-1]`` when not given.
     """
 
     c_intrinsic: np.ndarray
@@ -62,11 +66,16 @@ class FitData:
     latency_ms: np.ndarray
     rankings: list[list[list[tuple[str, float]]]] = field(default_factory=list)
     relevant: list[set[str]] = field(default_factory=list)
+    reference_latency_ms: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.c_intrinsic)
         if len(self.c_consistency) != n or self.recall.shape[1:] != (n,) or self.latency_ms.shape != self.recall.shape:
             raise ValueError("FitData arrays disagree on the number of queries or tiers")
+        if self.reference_latency_ms is None:
+            self.reference_latency_ms = self.latency_ms[-1]
+        elif self.reference_latency_ms.shape != (n,):
+            raise ValueError("FitData reference latencies disagree on the number of queries")
 
     @property
     def queries(self) -> int:
@@ -92,6 +101,8 @@ class RoutingChoice:
     latency_budget: float
     recall_lower: float = math.nan
     """Lower confidence bound of the share of the reference's Recall@10 kept (see :func:`search_routing`)."""
+    latency_upper: float = math.nan
+    """Upper confidence bound of the mean latency as a share of the reference's."""
     confidence: float | None = None
     rule: str = ""
     """``both`` (recall floor and latency budget met), ``recall-floor`` (budget missed) or ``best-recall``."""
@@ -106,7 +117,8 @@ class RoutingChoice:
                 "fit_latency_ms": round(self.latency_ms, 2), "tier_shares": [round(s, 4) for s in self.tier_shares],
                 "reference_recall@10": round(self.reference_recall, 4),
                 "reference_latency_ms": round(self.reference_latency_ms, 2), "recall_target": self.recall_target,
-                "kept_share_lower_bound": round(self.recall_lower, 4), "confidence": self.confidence,
+                "kept_share_lower_bound": round(self.recall_lower, 4),
+                "latency_share_upper_bound": round(self.latency_upper, 4), "confidence": self.confidence,
                 "latency_budget": self.latency_budget, "rule": self.rule, "feasible": self.feasible}
 
 
@@ -142,8 +154,9 @@ def search_routing(data: FitData, *, recall_target: float = 0.95, latency_budget
     The recall floor is checked on a lower confidence bound, not on the fit mean: the share of the
     reference's Recall@10 that a configuration keeps is recomputed on ``resamples`` bootstrap
     resamples of the fit queries, and its ``1 - confidence`` quantile must reach ``recall_target``.
-    Picking the configuration that just touches the floor on the fit queries would otherwise miss
-    it on new ones (the winner's curse of a grid search). ``confidence=None`` uses the fit mean.
+    The latency budget is checked the same way, on the ``confidence`` quantile of the latency share.
+    Picking the configuration that just touches a bound on the fit queries would otherwise miss
+    it on new ones (the winner's curse of a grid search). ``confidence=None`` uses the fit means.
 
     Raises:
         ValueError: for an empty fit set, or a target, budget or confidence outside (0, 1].
@@ -156,8 +169,8 @@ def search_routing(data: FitData, *, recall_target: float = 0.95, latency_budget
         raise ValueError("confidence must be in (0, 1)")
     tiers, n = data.tiers, data.queries
     reference_recall = float(data.recall[-1].mean())
-    reference_latency = float(data.latency_ms[-1].mean())
-    limit = latency_budget * reference_latency
+    reference_latency_ms = np.asarray(data.reference_latency_ms, dtype=np.float64)
+    reference_latency = float(reference_latency_ms.mean())
     columns = np.arange(n)
     configs: list[tuple[float, tuple[float, float, float], np.ndarray]] = []
     for gamma in gammas:
@@ -167,17 +180,20 @@ def search_routing(data: FitData, *, recall_target: float = 0.95, latency_budget
             configs.append((gamma, (tuple(triple) + (1.0,) * 3)[:3], tier))  # type: ignore[arg-type]
     per_query = np.stack([data.recall[tier, columns] for _, _, tier in configs]).astype(np.float32)
     recall = per_query.mean(axis=1)
-    latency = np.stack([data.latency_ms[tier, columns] for _, _, tier in configs]).mean(axis=1)
-    kept_share = _kept_share_lower_bound(per_query, data.recall[-1], confidence, resamples, seed)
+    per_query_latency = np.stack([data.latency_ms[tier, columns] for _, _, tier in configs])
+    kept_share = _bootstrap_share(per_query, data.recall[-1], confidence, resamples, seed, lower=True)
+    latency_share = _bootstrap_share(per_query_latency, reference_latency_ms, confidence, resamples, seed, lower=False)
+    latency = per_query_latency.mean(axis=1)
     choices: list[tuple[RoutingChoice, float]] = []
     for i, (gamma, padded, tier) in enumerate(configs):
         choice = RoutingChoice(gamma, padded, float(recall[i]), float(latency[i]),
                                tuple(float(np.mean(tier == t)) for t in range(tiers)), reference_recall,
-                               reference_latency, recall_target, latency_budget, recall_lower=float(kept_share[i]))
+                               reference_latency, recall_target, latency_budget, recall_lower=float(kept_share[i]),
+                               latency_upper=float(latency_share[i]))
         distance = abs(gamma - 0.5) + sum(abs(a - b) for a, b in zip(padded, _DEFAULT_THRESHOLDS, strict=True))
         choices.append((choice, distance))
     floor = recall_target - 1e-9
-    both = [(c, d) for c, d in choices if c.recall_lower >= floor and c.latency_ms <= limit]
+    both = [(c, d) for c, d in choices if c.recall_lower >= floor and c.latency_upper <= latency_budget + 1e-9]
     if both:
         best, _ = min(both, key=lambda cd: (-round(cd[0].recall, 9), round(cd[0].latency_ms, 6), cd[1]))
         rule = "both"
@@ -192,9 +208,10 @@ def search_routing(data: FitData, *, recall_target: float = 0.95, latency_budget
     return replace(best, rule=rule, confidence=confidence)
 
 
-def _kept_share_lower_bound(per_query: np.ndarray, reference: np.ndarray, confidence: float | None,
-                            resamples: int, seed: int) -> np.ndarray:
-    """Per configuration: the lower bound of mean recall / mean reference recall (1 when the reference is 0)."""
+def _bootstrap_share(per_query: np.ndarray, reference: np.ndarray, confidence: float | None,
+                     resamples: int, seed: int, *, lower: bool) -> np.ndarray:
+    """Per configuration: a confidence bound (lower or upper) of its mean over the reference's mean
+    (1 when the reference is 0); the plain ratio of the means when ``confidence`` is None."""
     n = per_query.shape[1]
     if confidence is None:
         total = float(reference.sum())
@@ -202,10 +219,10 @@ def _kept_share_lower_bound(per_query: np.ndarray, reference: np.ndarray, confid
     rng = np.random.default_rng(seed)
     counts = np.zeros((resamples, n), dtype=np.float32)
     np.add.at(counts, (np.repeat(np.arange(resamples), n), rng.integers(0, n, size=resamples * n)), 1.0)
-    boot = per_query @ counts.T                       # (configs, resamples): summed recall per resample
+    boot = per_query.astype(np.float32) @ counts.T    # (configs, resamples): summed values per resample
     ref = reference.astype(np.float32) @ counts.T     # (resamples,)
     share = np.where(ref > 0, boot / np.maximum(ref, 1e-12), 1.0)
-    return np.quantile(share, 1.0 - confidence, axis=1)
+    return np.quantile(share, 1.0 - confidence if lower else confidence, axis=1)
 
 
 def routed_rankings(data: FitData, choice: RoutingChoice) -> list[list[tuple[str, float]]]:

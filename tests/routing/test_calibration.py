@@ -116,12 +116,27 @@ def test_assign_tiers_matches_the_router() -> None:
 
 
 def test_search_routing_finds_the_split_that_meets_the_budget() -> None:
-    choice = search_routing(_fit_data(), latency_budget=0.6, gammas=(0.5,), grid=(0.0, 0.5, 1.0))
+    choice = search_routing(_fit_data(), latency_budget=0.6, confidence=None, gammas=(0.5,), grid=(0.0, 0.5, 1.0))
     # sending the two hard queries to tier 1 keeps full recall at (2 * 10 + 2 * 100) / 4 = 55 ms <= 60
     assert choice.thresholds[0] == 0.5
     assert choice.recall == 1.0 and choice.latency_ms == pytest.approx(55.0)
+    assert choice.latency_upper == pytest.approx(0.55)
     assert choice.tier_shares == (0.5, 0.5) and choice.feasible and choice.rule == "both"
     assert choice.reference_recall == 1.0 and choice.reference_latency_ms == 100.0
+
+
+def test_the_latency_budget_is_checked_on_an_upper_confidence_bound() -> None:
+    # on four queries a resample may hold mostly hard ones: the 90% bound of the latency share is far
+    # above the fit mean of 55%, so the budget of 60% is not trusted and the recall floor decides
+    choice = search_routing(_fit_data(), latency_budget=0.6, gammas=(0.5,), grid=(0.0, 0.5, 1.0))
+    assert choice.latency_upper > 0.7 and choice.rule == "recall-floor"
+    assert choice.recall == 1.0 and choice.latency_ms == pytest.approx(55.0)
+    # with many such queries the bound closes in on the mean and the budget is met
+    many = _fit_data()
+    many = FitData(np.tile(many.c_intrinsic, 100), np.tile(many.c_consistency, 100), np.tile(many.recall, 100),
+                    np.tile(many.latency_ms, 100))
+    choice = search_routing(many, latency_budget=0.6, gammas=(0.5,), grid=(0.0, 0.5, 1.0))
+    assert 0.55 < choice.latency_upper < 0.6 and choice.rule == "both"
 
 
 def test_search_routing_keeps_the_recall_floor_when_the_budget_is_too_tight() -> None:
@@ -167,3 +182,16 @@ def test_routed_rankings_follow_the_choice() -> None:
     data.rankings = [[[("t0", 1.0)]] * 4, [[("t1", 1.0)]] * 4]
     choice = search_routing(data, latency_budget=0.6, gammas=(0.5,), grid=(0.0, 0.5, 1.0))
     assert [r[0][0] for r in routed_rankings(data, choice)] == ["t0", "t0", "t1", "t1"]
+
+
+def test_the_reference_latency_is_the_top_tier_without_routing() -> None:
+    data = _fit_data()
+    # routing adds 5 ms of complexity estimate to every tier; the reference runs tier 1 directly
+    routed = FitData(data.c_intrinsic, data.c_consistency, data.recall, data.latency_ms + 5.0,
+                     reference_latency_ms=data.latency_ms[-1])
+    choice = search_routing(routed, latency_budget=0.6, confidence=None, gammas=(0.5,), grid=(0.0, 0.5, 1.0))
+    assert choice.reference_latency_ms == 100.0 and choice.latency_ms == pytest.approx(60.0)
+    assert choice.latency_upper == pytest.approx(0.6) and choice.rule == "both"
+    assert _fit_data().reference_latency_ms.tolist() == [100.0] * 4
+    with pytest.raises(ValueError):
+        FitData(data.c_intrinsic, data.c_consistency, data.recall, data.latency_ms, reference_latency_ms=np.zeros(3))
