@@ -11,6 +11,7 @@ Example::
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -77,10 +78,20 @@ def in_order(hits: Sequence[Hit], ids: Sequence[str], label: str, k: int) -> lis
 
 
 class PoolOrderReranker:
-    """No model: keeps the pool's heuristic order (``context.fallback``, else the input order)."""
+    """No model: keeps the pool's heuristic order (``context.fallback``, else the input order).
+
+    When the hits' own scores already descend in that order (the pool order's light scores do),
+    they are kept, so a score-cliff cut downstream still sees real gaps; otherwise the score is a
+    descending rank score.
+    """
 
     name = "none"
 
     def rerank(self, query: Query, hits: Sequence[Hit], *, k: int, context: RerankContext | None = None) -> list[Hit]:
         ids = context.fallback if context is not None and context.fallback else [h.doc_id for h in hits]
+        by_id = {h.doc_id: h for h in hits}
+        sequence = list(dict.fromkeys([i for i in ids if i in by_id] + [h.doc_id for h in hits]))
+        scores = [by_id[d].score for d in sequence]
+        if all(a >= b for a, b in itertools.pairwise(scores)):
+            return ordered([by_id[d] for d in sequence], scores, self.name, k)
         return in_order(hits, ids, self.name, k)

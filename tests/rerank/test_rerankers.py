@@ -57,6 +57,16 @@ def test_pool_order_reranker_keeps_the_fallback_order() -> None:
     assert [h.doc_id for h in PoolOrderReranker().rerank(QUERY, _hits(), k=2)] == ["d0", "d1"]
 
 
+def test_pool_order_reranker_keeps_scores_that_descend_in_its_order() -> None:
+    hits = [Hit(doc_id="a", score=1.0), Hit(doc_id="b", score=3.0), Hit(doc_id="c", score=2.0)]
+    ranked = PoolOrderReranker().rerank(QUERY, hits, k=3, context=RerankContext(fallback=["b", "c", "a"]))
+    assert [(h.doc_id, h.score) for h in ranked] == [("b", 3.0), ("c", 2.0), ("a", 1.0)]
+    # an order the scores do not follow gets descending rank scores instead
+    hits = [Hit(doc_id="a", score=1.0), Hit(doc_id="b", score=3.0)]
+    ranked = PoolOrderReranker().rerank(QUERY, hits, k=2, context=RerankContext(fallback=["a", "b"]))
+    assert [h.doc_id for h in ranked] == ["a", "b"] and ranked[0].score > ranked[1].score
+
+
 def test_learned_reranker_learns_the_signal_and_round_trips(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     groups, xs, ys = [], [], []
