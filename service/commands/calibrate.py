@@ -57,7 +57,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--latency-budget", type=float, default=0.5,
                    help="mean latency allowed, as a share of always running the top tier (default 0.5)")
     p.add_argument("--confidence", type=float, default=0.9,
-                   help="the recall floor must hold on this bootstrap lower confidence bound (default 0.9)")
+                   help="confidence of the bootstrap bounds on which the recall floor and the latency "
+                        "budget must hold (default 0.9)")
     p.add_argument("--dry-run", action="store_true", help="print the choice without storing it")
     p.add_argument("--json", dest="json_out", metavar="OUT", help="also write the calibration as JSON to OUT")
     add_common_options(p)
