@@ -436,6 +436,10 @@ class JobsSettings:
         return out
 
 
+RERANKERS: tuple[str, ...] = ("learned", "llm", "cross-encoder", "none", "auto")
+"""Reranker names of the agentic pipelines (``auto``: the LLM reranker when an LLM is configured)."""
+
+
 @dataclass(frozen=True)
 class AgentSettings:
     """The agentic pipelines (``agentic``, ``hybrid+rerank``): pool building, rounds and rerankers."""
@@ -461,7 +465,7 @@ class AgentSettings:
 
     def problems(self) -> list[str]:
         out = []
-        if self.reranker not in ("learned", "llm", "cross-encoder", "none", "auto"):
+        if self.reranker not in RERANKERS:
             out.append(f"agents.reranker must be learned, llm, cross-encoder, none or auto, not {self.reranker!r}")
         if not 0 <= self.max_rounds <= 4:
             out.append("agents.max_rounds must be between 0 and 4")

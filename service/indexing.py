@@ -23,6 +23,7 @@ from service.embeddings.cache import CachedEmbedder
 
 if TYPE_CHECKING:
     from service.backends._engine import EngineBackend
+    from service.config import Settings
 
 WRITE_CHUNK = 4096
 
@@ -117,6 +118,17 @@ def rebuild_engine(backend: EngineBackend, name: str, embedder: CachedEmbedder, 
                              f"first failure: {first[0]}: {first[1]}")
     backend.publish(name, physical)
     return report
+
+
+def rebuild_index(backend: SearchBackend, settings: Settings, name: str, embedder: CachedEmbedder,
+                  docs: Iterable[LegalDoc], *, language: str, progress: bool = False) -> IndexReport:
+    """Rebuild index ``name`` from scratch on the configured engine and swap it in atomically:
+    :func:`rebuild_embedded` for the embedded engine, :func:`rebuild_engine` (a new version behind the
+    alias) for Elasticsearch/OpenSearch."""
+    if settings.backend.kind == "embedded":
+        return rebuild_embedded(Path(settings.index.root), name, embedder, docs, language=language,
+                                hnsw_min_docs=settings.backend.hnsw_min_docs, progress=progress)
+    return rebuild_engine(backend, name, embedder, docs, language=language, progress=progress)  # type: ignore[arg-type]
 
 
 def index_fingerprint(corpus_hash: str, embedder_name: str, extra: dict[str, object] | None = None) -> str:

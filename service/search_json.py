@@ -81,13 +81,8 @@ def tier_of(trace: dict[str, Any]) -> int | None:
 
 def _snippet(doc: LegalDoc, query: str, lang: str) -> dict[str, Any]:
     snippet = make_snippet(doc.text, query, doc.lang or lang)
-    marked, last = [], 0
-    for start, end in snippet.spans:
-        marked.append(html.escape(snippet.text[last:start]))
-        marked.append(f"<em>{html.escape(snippet.text[start:end])}</em>")
-        last = end
-    marked.append(html.escape(snippet.text[last:]))
-    return {"text": snippet.text, "highlights": [list(span) for span in snippet.spans], "html": "".join(marked)}
+    return {"text": snippet.text, "highlights": [list(span) for span in snippet.spans],
+            "html": snippet.render("<em>", "</em>", escape=html.escape)}
 
 
 def _hit_json(rank: int, hit: Hit, doc: LegalDoc | None, query: str, lang: str) -> dict[str, Any]:

@@ -239,7 +239,6 @@ class SchemaError(ValueError):
     """A value does not match its schema; ``str()`` names the JSON path."""
 
 
-_TYPES = JSON_TYPES
 _KEYWORDS = frozenset({
     "type", "properties", "required", "additionalProperties", "items", "enum", "minItems", "maxItems",
     "uniqueItems", "minLength", "maxLength", "minimum", "maximum", "description", "title",
@@ -257,7 +256,7 @@ def check_schema(schema: Mapping[str, Any], path: str = "$") -> None:
         raise ValueError(f"schema at {path} uses unsupported keywords {sorted(unknown)}")
     types = schema.get("type")
     for t in types if isinstance(types, list) else [types] if types else []:
-        if t not in _TYPES:
+        if t not in JSON_TYPES:
             raise ValueError(f"schema at {path} has unsupported type {t!r}")
     if schema.get("additionalProperties", False) is not False:
         raise ValueError(f"schema at {path}: only additionalProperties: false is supported")
@@ -283,7 +282,7 @@ def validate_json_schema(value: Any, schema: Mapping[str, Any], path: str = "$")
     types = schema.get("type")
     if types is not None:
         names = types if isinstance(types, list) else [types]
-        if not any(_TYPES[t](value) for t in names):
+        if not any(JSON_TYPES[t](value) for t in names):
             raise SchemaError(f"{path}: expected {' or '.join(names)}, got {type(value).__name__}")
     if "enum" in schema and value not in schema["enum"]:
         raise SchemaError(f"{path}: {value!r} is not one of the allowed values")
@@ -314,7 +313,7 @@ def validate_json_schema(value: Any, schema: Mapping[str, Any], path: str = "$")
             raise SchemaError(f"{path}: shorter than {schema['minLength']} characters")
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             raise SchemaError(f"{path}: longer than {schema['maxLength']} characters")
-    if _TYPES["number"](value):
+    if JSON_TYPES["number"](value):
         if "minimum" in schema and value < schema["minimum"]:
             raise SchemaError(f"{path}: {value} is below the minimum {schema['minimum']}")
         if "maximum" in schema and value > schema["maximum"]:

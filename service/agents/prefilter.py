@@ -25,7 +25,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -127,8 +127,11 @@ class LawClassifier:
 
     def law_probabilities(self, tokens: Sequence[str], vector: np.ndarray | None = None) -> list[tuple[str, float]]:
         """Laws with probabilities, most likely first (only laws seen in training)."""
-        probs = self.section_probabilities(tokens, vector)
-        totals = np.bincount(self._law_of_row, weights=probs, minlength=len(self._law_names))
+        return self.laws_from(self.section_probabilities(tokens, vector))
+
+    def laws_from(self, section_probabilities: np.ndarray) -> list[tuple[str, float]]:
+        """Laws with probabilities, most likely first, from already computed section probabilities."""
+        totals = np.bincount(self._law_of_row, weights=section_probabilities, minlength=len(self._law_names))
         order = np.argsort(-totals, kind="stable")
         return [(self._law_names[i], float(totals[i])) for i in order]
 
@@ -161,8 +164,6 @@ class LawPrediction:
     mode: str = "offline"
     fallback: str = ""
     llm: dict[str, Any] | None = None
-    sections: dict[str, float] = field(default_factory=dict)
-
     def probability(self, law: str) -> float:
         for name, p in self.laws:
             if name == law:

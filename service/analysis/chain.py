@@ -18,6 +18,7 @@ import os
 import re
 import threading
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -113,7 +114,11 @@ class Analyzer:
 
     def tokens(self, text: str) -> list[str]:
         """Index terms: tokens without stopwords, compounds followed by their parts, stemmed."""
-        toks = [t for t in self.raw_tokens(text) if t not in self.spec.stopwords]
+        return self.terms(self.raw_tokens(text))
+
+    def terms(self, raw: Sequence[str]) -> list[str]:
+        """The index terms of already :meth:`raw_tokens`-split text (see :meth:`tokens`)."""
+        toks = [t for t in raw if t not in self.spec.stopwords]
         if self._splitter is not None:
             toks = [part for t in toks for part in (t, *self._splitter.split(t))]
         stemmer = self._stemmer()

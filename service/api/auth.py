@@ -14,6 +14,7 @@ from flask import g, request
 
 from service.api.context import service
 from service.api.errors import Forbidden, RateLimited, Unauthorized
+from service.apikeys import ALL_INDICES
 
 
 @dataclass(frozen=True)
@@ -23,13 +24,12 @@ class Principal:
     key_id: str
     indices: tuple[str, ...]
     ingest: bool
-    rate_per_min: int | None
 
     def allows(self, index: str) -> bool:
-        return "*" in self.indices or index in self.indices
+        return ALL_INDICES in self.indices or index in self.indices
 
 
-ANONYMOUS = Principal(key_id="", indices=("*",), ingest=True, rate_per_min=None)
+ANONYMOUS = Principal(key_id="", indices=(ALL_INDICES,), ingest=True)
 
 
 def _presented_key() -> str:
@@ -59,14 +59,13 @@ def authenticate() -> Principal:
     key = svc.keys.authenticate(presented)
     if key is None:
         raise Unauthorized("the API key is unknown or has been revoked")
-    principal = Principal(key_id=key.id, indices=key.indices, ingest=key.ingest, rate_per_min=key.rate_per_min)
+    principal = Principal(key_id=key.id, indices=key.indices, ingest=key.ingest)
     g.principal = principal
     decision = svc.limiter.hit(f"key:{key.id}", per_minute=key.rate_per_min)
-    g.rate_headers = decision.headers()
+    g.rate_headers = decision.headers()  # added to every response, errors included (app._after)
     if not decision.allowed:
         raise RateLimited(f"this key may send {key.rate_per_min} requests per minute; "
-                          f"retry in {decision.retry_after_s:.1f} s",
-                          retry_after_s=decision.retry_after_s, headers=decision.headers())
+                          f"retry in {decision.retry_after_s:.1f} s", retry_after_s=decision.retry_after_s)
     return principal
 
 

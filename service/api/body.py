@@ -8,6 +8,7 @@ from flask import request
 
 from service.api.context import service
 from service.api.errors import UnsupportedMediaType
+from service.api.schemas import ref
 from service.api.validation import parse_json_body, validate
 
 
@@ -22,5 +23,5 @@ def json_body(schema: str) -> dict[str, Any]:
     if request.mimetype != "application/json":
         raise UnsupportedMediaType(f"send the body as application/json, not {request.mimetype or 'nothing'}")
     value = parse_json_body(request.get_data(cache=False))
-    validate(value, {"$ref": f"#/components/schemas/{schema}"}, service().components)
+    validate(value, ref(schema), service().components)
     return value

@@ -40,10 +40,9 @@ class RateLimited(LexsearchError):
     code = "rate_limited"
     http_status = 429
 
-    def __init__(self, message: str, *, retry_after_s: float, headers: dict[str, str]) -> None:
+    def __init__(self, message: str, *, retry_after_s: float) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
-        self.headers = headers
 
 
 class Conflict(LexsearchError):
@@ -93,7 +92,6 @@ def _lexsearch_error(exc: LexsearchError) -> Response:
         extra["path"] = exc.path
     if isinstance(exc, RateLimited):
         extra["retry_after_s"] = exc.retry_after_s
-        headers.update(exc.headers)
     if status >= 500:
         log.warning("request failed: %s: %s", code, message)
         headers.setdefault("Retry-After", "5")

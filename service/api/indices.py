@@ -10,6 +10,7 @@ from service.api.auth import principal, require_ingest
 from service.api.body import json_body
 from service.api.context import request_id, service
 from service.api.jobs import accepted, checked_callback, enqueue
+from service.api.schemas import ref
 from service.api.validation import RequestInvalid, validate
 from service.apikeys import INDEX_NAME
 from service.corpus.model import LegalDoc
@@ -51,7 +52,7 @@ def split_documents(raw: list[Any], components: dict[str, Any]) -> tuple[list[di
     for position, item in enumerate(raw):
         doc_id = item.get("id") if isinstance(item, dict) and isinstance(item.get("id"), str) else None
         try:
-            validate(item, {"$ref": "#/components/schemas/Document"}, components, path=f"$.documents[{position}]")
+            validate(item, ref("Document"), components, path=f"$.documents[{position}]")
             valid.append(LegalDoc.from_dict(item).to_dict())
         except RequestInvalid as exc:
             rejected.append({"position": position, "id": doc_id, "reason": str(exc)})

@@ -14,6 +14,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify
 
 from service.api.context import service
+from service.api.schemas import ref
 
 bp = Blueprint("openapi", __name__)
 
@@ -27,23 +28,19 @@ _DESCRIPTIONS = {
 }
 
 
-def _ref(name: str) -> dict[str, Any]:
-    return {"$ref": f"#/components/schemas/{name}"}
-
-
 def _responses(ok: dict[int, str], errors: tuple[int, ...]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for status, schema in ok.items():
         out[str(status)] = {"description": _DESCRIPTIONS[status],
-                            "content": {"application/json": {"schema": _ref(schema)}}}
+                            "content": {"application/json": {"schema": ref(schema)}}}
     for status in errors:
         out[str(status)] = {"description": _DESCRIPTIONS[status],
-                            "content": {"application/json": {"schema": _ref("Error")}}}
+                            "content": {"application/json": {"schema": ref("Error")}}}
     return out
 
 
 def _body(schema: str, example: dict[str, Any]) -> dict[str, Any]:
-    return {"required": True, "content": {"application/json": {"schema": _ref(schema), "example": example}}}
+    return {"required": True, "content": {"application/json": {"schema": ref(schema), "example": example}}}
 
 
 AUTHED = (401, 429, 500)
@@ -101,9 +98,9 @@ def build_spec(components: dict[str, Any], *, search_pipeline: str, job_pipeline
         "/ready": {"get": {"operationId": "ready", "tags": ["operations"],
                            "summary": "Readiness: the engine and Redis answer",
                            "responses": {"200": {"description": "Ready",
-                                                 "content": {"application/json": {"schema": _ref("Ready")}}},
+                                                 "content": {"application/json": {"schema": ref("Ready")}}},
                                          "503": {"description": "Not ready",
-                                                 "content": {"application/json": {"schema": _ref("Ready")}}}}}},
+                                                 "content": {"application/json": {"schema": ref("Ready")}}}}}},
     }
     return {
         "openapi": "3.1.0",

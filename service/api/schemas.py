@@ -35,7 +35,8 @@ ERROR_CODES_DOC = (
 )
 
 
-def _ref(name: str) -> dict[str, str]:
+def ref(name: str) -> dict[str, str]:
+    """A JSON-schema reference to the component schema ``name``."""
     return {"$ref": f"#/components/schemas/{name}"}
 
 
@@ -150,7 +151,7 @@ def build_components(settings: Settings, *, pipelines: list[str], search_pipelin
             "tier": {"type": ["integer", "null"], "description": "Routing tier 0-3 (null when not routed)."},
             "k": {"type": "integer"},
             "returned": {"type": "integer", "description": "Size of the answer set: the first `returned` hits."},
-            "hits": {"type": "array", "items": _ref("Hit")},
+            "hits": {"type": "array", "items": ref("Hit")},
             "took_ms": {"type": "number"},
             "trace": {"type": "object", "description": "Only with explain=true."},
             "request_id": {"type": "string"},

@@ -6,7 +6,7 @@ stemmers agree between the embedded engine and the engines' per-language fields.
 
 from __future__ import annotations
 
-from service.analysis.chain import AnalyzerSpec, analyzers_dir
+from service.analysis.chain import analyzer_for, analyzers_dir
 from service.backends._requests import BODY_FIELDS, LanguageAnalysis
 
 ENGINE_ANALYZED: tuple[str, ...] = tuple(lang for lang in BODY_FIELDS if lang != "zh")
@@ -35,7 +35,7 @@ def language_analyses(synonyms_path: str = "") -> list[LanguageAnalysis]:
     """
     out = []
     for lang in ENGINE_ANALYZED:
-        spec = AnalyzerSpec.load(lang)
+        spec = analyzer_for(lang).spec  # cached: the compound-word list is large
         name = {"de": "german", "fr": "french", "it": "italian", "en": "english"}[lang]
         out.append(LanguageAnalysis(
             lang=lang, name=name, stopwords=tuple(sorted(spec.stopwords)), stemmer=spec.stemmer,

@@ -283,17 +283,26 @@ class EmbeddedIndex:
         faiss.write_index(index, str(tmp))
         os.replace(tmp, self.path / "vectors.faiss")
 
-    def update_manifest(self, **fields: Any) -> None:
-        """Store extra facts (e.g. routing calibration) in the manifest."""
-        with self._lock, _WriteLock(self.path):
-            manifest = {**self._fresh().manifest, **fields}
+    def update_meta(self, **fields: Any) -> None:
+        """Merge extra facts (e.g. routing calibration) into the manifest's ``meta`` entry.
+
+        The merge happens under the write lock on the state on disk, so concurrent updates of
+        different keys (from other threads or processes) are all kept.
+        """
+        with self._lock, FileLock(self.path / WRITE_LOCK):
+            manifest = dict(self._fresh().manifest)
+            manifest["meta"] = {**manifest.get("meta", {}), **fields}
             manifest["generation"] = int(manifest["generation"]) + 1
             self._save_manifest(manifest)
             self._open()
 
     def _fresh(self) -> _Snapshot:
-        """Under the write lock: the state on disk, including other processes' writes."""
-        return self._open()
+        """Under the write lock: the state on disk, including other processes' writes.
+
+        :meth:`snapshot` reloads only when the manifest changed since this process last read it,
+        so consecutive writes of one process (a rebuild's chunks) do not reload the whole index.
+        """
+        return self.snapshot()
 
     # ----- writing -------------------------------------------------------------------------------
 
@@ -307,7 +316,7 @@ class EmbeddedIndex:
         if vectors.shape != (len(docs), dim):
             raise InvalidInput(f"expected vectors of shape ({len(docs)}, {dim}), got {vectors.shape}")
         latest = {doc.id: position for position, doc in enumerate(docs)}
-        with self._lock, _WriteLock(self.path):
+        with self._lock, FileLock(self.path / WRITE_LOCK):
             snap = self._fresh()
             manifest = dict(snap.manifest)
             manifest["state"] = "writing"
@@ -423,7 +432,7 @@ class EmbeddedIndex:
 
     def delete(self, ids: Sequence[str]) -> int:
         """Remove documents by id; returns how many existed."""
-        with self._lock, _WriteLock(self.path):
+        with self._lock, FileLock(self.path / WRITE_LOCK):
             snap = self._fresh()
             present = [(doc_id, snap.iid_of[doc_id]) for doc_id in dict.fromkeys(ids) if doc_id in snap.iid_of]
             if not present:
@@ -622,14 +631,18 @@ def _vector_hits(snap: _Snapshot, scores: np.ndarray, iids: np.ndarray) -> list[
     return hits
 
 
-class _WriteLock:
-    """An exclusive lock file around one write, so two processes never write one index at once."""
+WRITE_LOCK = ".write.lock"
+"""The lock file inside an index folder held around every write, so two processes never write one index at once."""
+
+
+class FileLock:
+    """An exclusive ``flock`` on a lock file, held for the ``with`` block (across processes)."""
 
     def __init__(self, path: Path) -> None:
-        self._path = path / ".write.lock"
+        self._path = path
         self._fh: Any = None
 
-    def __enter__(self) -> _WriteLock:
+    def __enter__(self) -> FileLock:
         import fcntl
 
         self._fh = open(self._path, "a+")
@@ -753,16 +766,12 @@ class EmbeddedBackend:
     def manifest(self, name: str) -> dict[str, Any]:
         return self._existing(name).manifest
 
-    def update_manifest(self, name: str, **fields: Any) -> None:
-        self._existing(name).update_manifest(**fields)
-
     def metadata(self, name: str) -> dict[str, Any]:
         """The ``meta`` entry of the manifest (routing calibration and other stored facts)."""
         return dict(self._existing(name).manifest.get("meta", {}))
 
     def update_metadata(self, name: str, **fields: Any) -> None:
-        idx = self._existing(name)
-        idx.update_manifest(meta={**idx.manifest.get("meta", {}), **fields})
+        self._existing(name).update_meta(**fields)
 
     def ping(self) -> bool:
         """The embedded engine is always reachable when its folder is writable or readable."""

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import fcntl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from service.backends.embedded import FileLock
 from service.commands.common import info, progress_enabled
 from service.corpus.datasets import Dataset, LoadReport, load_corpus
 from service.errors import LexsearchError
-from service.indexing import index_fingerprint, rebuild_embedded, rebuild_engine
+from service.indexing import index_fingerprint, rebuild_index
 from service.pipelines.build import Runtime
 
 
@@ -49,12 +49,8 @@ def _build_lock(runtime: Runtime, name: str) -> Iterator[None]:
         return
     root = Path(runtime.settings.index.root)
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / f".{name}.lock", "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with FileLock(root / f".{name}.lock"):
+        yield
 
 
 def _build(runtime: Runtime, dataset: Dataset, name: str) -> None:
@@ -62,14 +58,8 @@ def _build(runtime: Runtime, dataset: Dataset, name: str) -> None:
     report = LoadReport()
     docs = load_corpus(dataset, report)
     info(f"building index {name} from {dataset.path} ({report.summary()})")
-    if runtime.settings.backend.kind == "embedded":
-        result = rebuild_embedded(Path(runtime.settings.index.root), name, runtime.embedder, docs,
-                                  language=dataset.language, hnsw_min_docs=runtime.settings.backend.hnsw_min_docs,
-                                  progress=progress_enabled())
-    else:
-        # engines: a versioned index behind the alias `name`, swapped in only once complete
-        result = rebuild_engine(backend, name, runtime.embedder, docs, language=dataset.language,
-                                progress=progress_enabled())
+    result = rebuild_index(backend, runtime.settings, name, runtime.embedder, docs, language=dataset.language,
+                           progress=progress_enabled())
     if result.failed:
         raise LexsearchError(f"{len(result.failed)} documents failed to index, e.g. "
                              f"{next(iter(result.failed.items()))}")

@@ -8,7 +8,7 @@ from pathlib import Path
 from service.commands.common import add_common_options, info, progress_enabled, settings_from_args
 from service.corpus.datasets import Dataset, LoadReport, load_corpus, read_user_corpus
 from service.errors import InvalidInput
-from service.indexing import index_documents, rebuild_embedded, rebuild_engine
+from service.indexing import index_documents, rebuild_index
 from service.pipelines.build import Runtime
 
 
@@ -52,16 +52,14 @@ def run(args: argparse.Namespace) -> int:
         info(report.summary())
         raise InvalidInput("the corpus holds no valid document; nothing was indexed")
     name = settings.index.name
-    if settings.backend.kind == "embedded" and not args.update:
-        where = Path(settings.index.root) / name
-        info(f"indexing {len(docs)} documents into {where}")
-        result = rebuild_embedded(Path(settings.index.root), name, runtime.embedder, docs, language=language,
-                                  hnsw_min_docs=settings.backend.hnsw_min_docs, progress=progress_enabled())
-    elif not args.update:
-        info(f"indexing {len(docs)} documents into a new version of {name!r} ({settings.backend.kind}); "
-             "the alias moves to it when it is complete")
-        result = rebuild_engine(runtime.backend, name, runtime.embedder, docs, language=language,
-                                progress=progress_enabled())
+    if not args.update:
+        if settings.backend.kind == "embedded":
+            info(f"indexing {len(docs)} documents into {Path(settings.index.root) / name}")
+        else:
+            info(f"indexing {len(docs)} documents into a new version of {name!r} ({settings.backend.kind}); "
+                 "the alias moves to it when it is complete")
+        result = rebuild_index(runtime.backend, settings, name, runtime.embedder, docs, language=language,
+                               progress=progress_enabled())
     else:
         info(f"indexing {len(docs)} documents into index {name!r} ({settings.backend.kind})")
         result = index_documents(runtime.backend, runtime.embedder, name, docs, language=language,

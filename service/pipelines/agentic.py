@@ -43,6 +43,7 @@ from service.agents.base import (
     Evidence,
     EvidenceDoc,
     PlanDecision,
+    Planner,
     PlanView,
     Rewrite,
     Rewriter,
@@ -70,7 +71,7 @@ from service.pipelines.hybrid import HybridPipeline, Probe
 from service.pipelines.resources import IndexResources, term_search
 from service.rerank.base import PoolOrderReranker, RerankContext, Reranker
 from service.rerank.cross_encoder import CrossEncoderReranker
-from service.rerank.features import FEATURE_NAMES, FeatureContext, pool_features
+from service.rerank.features import FEATURE_NAMES, FeatureContext, pool_features, zscores_of
 from service.rerank.learned import LearnedReranker
 from service.rerank.light import Priors, light_scores, zscore
 from service.rerank.llm import LlmReranker
@@ -183,7 +184,7 @@ class AgenticPipeline:
             self._rewriters[key] = rewriter
         return rewriter
 
-    def planner(self) -> OfflinePlanner | LlmPlanner:
+    def planner(self) -> Planner:
         """The LLM planner when an LLM is configured (falling back to the offline one), else the offline one."""
         models = self.models()
         offline = OfflinePlanner(models.planner if models else None)
@@ -204,8 +205,11 @@ class AgenticPipeline:
                                       max(0, cfg.max_tokens_per_query - state.llm_tokens))
         return state.budget
 
-    def _resources(self, index: str) -> IndexResources:
-        return IndexResources.get(self.runtime.backend, index, self.models())
+    def _resources(self, state: AgenticState) -> IndexResources:
+        """The index resources, looked up once per query (each lookup asks the engine for a count)."""
+        if state.resources is None:
+            state.resources = IndexResources.get(self.runtime.backend, state.request["index"], self.models())
+        return state.resources
 
     # ----- step 1: start -----------------------------------------------------------------------
 
@@ -222,7 +226,7 @@ class AgenticPipeline:
             options = replace(options, agents=(), max_rounds=0, prefilter=False, hyde=False)
         watch = Stopwatch()
         models = self.models()
-        resources = self._resources(request.index)
+        resources = IndexResources.get(self.runtime.backend, request.index, models)
         language = (request.lang or (models.language if models else "")
                     or detect_language(request.query, candidates=resources.languages or None,
                                        default=(resources.languages or ("en",))[0]))
@@ -245,7 +249,7 @@ class AgenticPipeline:
             request={"query": request.query, "index": request.index, "k": request.k,
                      "filters": request.filters.to_dict() if request.filters else None, "lang": request.lang,
                      "explain": request.explain, "qid": request.qid, "options": jsonable_options(request.options)},
-            options=options, language=language, terms=terms, vector=vector, pool=pool)
+            options=options, language=language, terms=terms, vector=vector, pool=pool, resources=resources)
         state.trace["models"] = ({"path": models.path, "components": models.components()} if models
                                  else "none (offline agents without training; reranker falls back to the pool order)")
         with watch.stage("law"):
@@ -266,7 +270,7 @@ class AgenticPipeline:
             return
         clf = models.law_classifier
         section_p = clf.section_probabilities(state.terms, state.vector)
-        laws = clf.law_probabilities(state.terms, state.vector)
+        laws = clf.laws_from(section_p)
         prediction = LawPrediction(laws)
         if self.llm_enabled and state.options.prefilter:
             graph = resources.graph
@@ -338,7 +342,7 @@ class AgenticPipeline:
     @staticmethod
     def _links(state: AgenticState, resources: IndexResources) -> int:
         graph = resources.graph
-        return sum(len(graph.cites(d)) + len(graph.cited_by(d)) for d in _pool_order_ids(state, graph)[:5])
+        return sum(len(graph.cites(d)) + len(graph.cited_by(d)) for d in _pool_order(state, graph)[:5])
 
     def _allowed(self, state: AgenticState, ids: Sequence[str]) -> list[str]:
         """``ids`` that pass the request's filters (documents fetched only when there are filters)."""
@@ -356,7 +360,7 @@ class AgenticPipeline:
 
     def pool_order(self, state: AgenticState) -> list[str]:
         """The pool's document ids in the heuristic (light) order, best first."""
-        return _pool_order_ids(state, self._resources(state.request["index"]).graph)
+        return _pool_order(state, self._resources(state).graph)
 
     # ----- step 2: plan ------------------------------------------------------------------------
 
@@ -369,9 +373,8 @@ class AgenticPipeline:
         if not self.rounds or state.options.max_rounds == 0 or not allowed:
             decision = PlanDecision(None, reason="no rounds requested")
         else:
-            resources = self._resources(state.request["index"])
             top = [{"citation": d.citation} for d in
-                   self._fetch(state, _pool_order_ids(state, resources.graph)[:5]).values()] if self.llm_enabled else []
+                   self._fetch(state, self.pool_order(state)[:5]).values()] if self.llm_enabled else []
             view = PlanView(question=state.request["query"], language=state.language, round=state.round,
                             max_rounds=state.options.max_rounds, allowed=allowed, used=state.used,
                             new_per_round=state.new_per_round, features=state.features, top=top)
@@ -390,7 +393,7 @@ class AgenticPipeline:
 
     def evidence(self, state: AgenticState, resources: IndexResources) -> Evidence:
         """The pool as the rewriters see it: the best documents by the light order, and the priors."""
-        ids = _pool_order_ids(state, resources.graph)[:EVIDENCE_DOCS]
+        ids = _pool_order(state, resources.graph)[:EVIDENCE_DOCS]
         docs = self._fetch(state, ids)
         top = [EvidenceDoc(docs[d], state.pool[d].score, rank) for rank, d in enumerate(ids, start=1) if d in docs]
         return Evidence(round=state.round + 1, language=state.language, terms=state.terms, top=top,
@@ -406,7 +409,7 @@ class AgenticPipeline:
         Independent of the round's other agents, so Celery may run them in parallel.
         """
         start = time.perf_counter()
-        resources = self._resources(state.request["index"])
+        resources = self._resources(state)
         evidence = self.evidence(state, resources)
         query = Query(state.request["query"], state.request["qid"], state.language)
         output = self.rewriter(agent).rewrite(query, evidence)
@@ -500,8 +503,8 @@ class AgenticPipeline:
         state.used.append(sorted(s.agent for s in results))
         state.new_per_round.append(new_total)
         state.features["pool"] = float(len(state.pool))
-        resources = self._resources(state.request["index"])
-        state.features["links"] = float(self._links(state, resources))
+        state.order = None  # the pool changed
+        state.features["links"] = float(self._links(state, self._resources(state)))
         state.budget = None  # rebuilt from the counters, so a resumed state sees what is left
         state.add_time("merge", (time.perf_counter() - start) * 1000)
         return state
@@ -513,14 +516,17 @@ class AgenticPipeline:
         watch = Stopwatch()
         request = state.search_request()
         models = self.models()
-        resources = self._resources(request.index)
+        resources = self._resources(state)
         hits = list(state.pool.values())
         with watch.stage("features"):
             context = self.feature_context(state, resources, models)
             features = pool_features(hits, context)
         reranker, note = self._reranker(state.options.reranker, models)
-        # The learned reranker always has features, so it never needs the heuristic fallback order.
-        light_order = [] if isinstance(reranker, LearnedReranker) else _pool_order_ids(state, resources.graph)
+        # The learned reranker always has features, and the LLM and cross-encoder rerankers fall back
+        # to the learned order when there is one: only the others need the heuristic order.
+        learned_fallback = reranker.name in ("llm", "cross-encoder") and self._learned_model(models) is not None
+        light_order = ([] if isinstance(reranker, LearnedReranker) or learned_fallback
+                       else _pool_order(state, resources.graph))
         rerank_context = RerankContext(features=features, feature_names=FEATURE_NAMES, fallback=light_order,
                                        budget=self._budget(state))
         with watch.stage("rerank"):
@@ -656,18 +662,21 @@ def _by_rank(pool: Mapping[str, Hit], key: str) -> list[str]:
     return [h.doc_id for h in ranked]
 
 
+def _pool_order(state: AgenticState, graph: Any) -> list[str]:
+    """The pool's heuristic order, computed once per pool state (``merge`` clears it)."""
+    if state.order is None:
+        state.order = _pool_order_ids(state, graph)
+    return state.order
+
+
 def _pool_order_ids(state: AgenticState, graph: Any) -> list[str]:
     """The pool in its heuristic order: z-scored hybrid score, agent finds, memory, prefilter and priors."""
     hits = list(state.pool.values())
-    base = [h.scores.get("hybrid") for h in hits]
-    present = [b for b in base if b is not None]
-    z = zscore(present)
-    floor = (float(z.min()) - 1.0) if len(z) else 0.0
-    z_of = iter(z)
+    z, floor = zscores_of(hits, "hybrid")
     priors = Priors(graph=graph, law_probabilities=state.law_prediction(), memory=state.memory_votes())
     scores = []
-    for h, b in zip(hits, base, strict=True):
-        value = float(next(z_of)) if b is not None else floor
+    for h in hits:
+        value = z.get(h.doc_id, floor)
         value += AGENT_WEIGHT * sum(10.0 / (10 + p.rank) for p in h.provenance if p.round >= 1) / 10.0
         if "prefilter" in h.ranks:
             value += 1.0 / math.sqrt(h.ranks["prefilter"])

@@ -20,23 +20,13 @@ import numpy as np
 
 from service.agents.base import REWRITING_AGENTS, Mode, Rewrite
 from service.agents.llm import CallBudget
-from service.config import parse_flag
+from service.config import RERANKERS
 from service.corpus.model import Filters, Hit, LegalDoc, Provenance
 from service.errors import InvalidInput
-from service.pipelines.base import SearchRequest
+from service.pipelines.base import SearchRequest, option_flag, option_int
 from service.rerank.priors import MemoryVote
 
-RERANKERS = ("learned", "llm", "cross-encoder", "none", "auto")
-
-
 # ----- options ---------------------------------------------------------------------------------
-
-
-def _flag(value: Any, name: str) -> bool:
-    flag = parse_flag(value)
-    if flag is None:
-        raise InvalidInput(f"option {name} must be true or false (1/0), got {value!r}")
-    return flag
 
 
 @dataclass(frozen=True)
@@ -79,17 +69,12 @@ class AgenticOptions:
             if unknown:
                 raise InvalidInput(f"unknown agents {unknown}; use: {', '.join(REWRITING_AGENTS)}")
             values["agents"] = tuple(dict.fromkeys(names))
-        if options.get("max_rounds") not in (None, ""):
-            try:
-                rounds = int(str(options["max_rounds"]).strip())
-            except ValueError:
-                raise InvalidInput(f"option max_rounds must be an integer, got {options['max_rounds']!r}") from None
-            if not 0 <= rounds <= 4:
-                raise InvalidInput("option max_rounds must be between 0 and 4")
+        rounds = option_int(options, "max_rounds", None, low=0, high=4)
+        if rounds is not None:
             values["max_rounds"] = rounds
         for name in ("prefilter", "hyde", "citations"):
             if options.get(name) not in (None, ""):
-                values[name] = _flag(options[name], name)
+                values[name] = option_flag(options, name)
         return replace(defaults, **values)
 
     def to_json(self) -> dict[str, Any]:
@@ -155,9 +140,12 @@ class AgenticState:
     llm_tokens: int = 0
     llm_fallbacks: int = 0
     timings: dict[str, float] = field(default_factory=dict)
-    # In-process only (not serialised): the shared LLM budget and fetched documents.
+    # In-process only (not serialised): the shared LLM budget, fetched documents, the index
+    # resources of this query, and the pool's heuristic order (cleared whenever the pool changes).
     budget: CallBudget | None = field(default=None, repr=False, compare=False)
     docs: dict[str, LegalDoc] = field(default_factory=dict, repr=False, compare=False)
+    resources: Any = field(default=None, repr=False, compare=False)
+    order: list[str] | None = field(default=None, repr=False, compare=False)
 
     def search_request(self) -> SearchRequest:
         r = self.request

@@ -6,9 +6,11 @@ Celery job; only the entry point differs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from service.config import parse_flag
 from service.corpus.model import Filters, Hit
 from service.errors import InvalidInput
 
@@ -79,3 +81,36 @@ class Pipeline(Protocol):
 
     def run(self, request: SearchRequest) -> SearchResponse:
         """Search; raises :class:`~service.errors.LexsearchError` subclasses for bad input or engines."""
+
+
+# ----- request options shared by the pipelines -------------------------------------------------
+
+
+def option_flag(options: Mapping[str, Any], key: str) -> bool:
+    """A boolean option that may arrive as a bool, a number or a CLI string ("1", "true", "yes").
+
+    Raises:
+        InvalidInput: for a value that is not a recognisable boolean.
+    """
+    value = options.get(key, False)
+    flag = False if value == "" else parse_flag(value)
+    if flag is None:
+        raise InvalidInput(f"option {key} must be true or false, got {value!r}")
+    return flag
+
+
+def option_int(options: Mapping[str, Any], key: str, default: int | None, *, low: int, high: int) -> int | None:
+    """An integer option in ``[low, high]`` (``default`` when absent).
+
+    Raises:
+        InvalidInput: for a non-integer or out-of-range value.
+    """
+    if key not in options or options[key] in (None, ""):
+        return default
+    try:
+        value = int(str(options[key]).strip())
+    except ValueError:
+        raise InvalidInput(f"option {key} must be an integer, got {options[key]!r}") from None
+    if not low <= value <= high:
+        raise InvalidInput(f"option {key} must be between {low} and {high}, got {value}")
+    return value

@@ -37,10 +37,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from service.config import Settings, parse_flag
+from service.config import Settings
 from service.corpus.model import Hit
 from service.errors import InvalidInput
-from service.pipelines.base import Pipeline, SearchRequest, SearchResponse
+from service.pipelines.base import Pipeline, SearchRequest, SearchResponse, option_flag, option_int
 from service.pipelines.build import register_pipeline
 from service.pipelines.hybrid import HybridPipeline, Probe
 from service.retrieval.cut import CutResult, cliff_cut, fixed_cut
@@ -55,36 +55,6 @@ log = logging.getLogger(__name__)
 
 ROUTING_OPTIONS = frozenset({"no_intrinsic", "no_consistency", "no_cliff", "tier", "fixed_k"})
 FALLBACK_PIPELINE = "hybrid"
-
-
-def option_flag(options: Mapping[str, Any], key: str) -> bool:
-    """A boolean option that may arrive as a bool, a number or a CLI string ("1", "true", "yes").
-
-    Raises:
-        InvalidInput: for a value that is not a recognisable boolean.
-    """
-    value = options.get(key, False)
-    flag = False if value == "" else parse_flag(value)
-    if flag is None:
-        raise InvalidInput(f"option {key} must be true or false, got {value!r}")
-    return flag
-
-
-def option_int(options: Mapping[str, Any], key: str, default: int | None, *, low: int, high: int) -> int | None:
-    """An integer option in ``[low, high]`` (``default`` when absent).
-
-    Raises:
-        InvalidInput: for a non-integer or out-of-range value.
-    """
-    if key not in options or options[key] in (None, ""):
-        return default
-    try:
-        value = int(str(options[key]).strip())
-    except ValueError:
-        raise InvalidInput(f"option {key} must be an integer, got {options[key]!r}") from None
-    if not low <= value <= high:
-        raise InvalidInput(f"option {key} must be between {low} and {high}, got {value}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -105,7 +75,7 @@ class RoutedOptions:
             use_intrinsic=not option_flag(options, "no_intrinsic"),
             use_consistency=not option_flag(options, "no_consistency"),
             cliff=not option_flag(options, "no_cliff"),
-            fixed_k=option_int(options, "fixed_k", 10, low=1, high=1000) or 10,
+            fixed_k=option_int(options, "fixed_k", 10, low=1, high=1000),
             forced_tier=option_int(options, "tier", None, low=0, high=tiers - 1),
             passthrough={k: v for k, v in options.items() if k not in ROUTING_OPTIONS},
         )
@@ -266,11 +236,8 @@ class RoutedPipeline:
                 tier = self.router.tier(report.score, params)
             else:
                 report, tier = None, options.forced_tier
-        strategy_watch = time.perf_counter()
-        try:
+        with watch.stage("strategy"):
             outcome = self.run_strategy(tier, request, probe, params, options.passthrough)
-        finally:
-            watch.add("strategy", (time.perf_counter() - strategy_watch) * 1000.0)
         with watch.stage("cut"):
             cut = self.cut(outcome.hits, params, options)
         hits = outcome.hits[: request.k]

@@ -31,6 +31,7 @@ import numpy as np
 
 from service.corpus.graph import CorpusGraph
 from service.corpus.model import Hit
+from service.rerank.light import zscore
 from service.rerank.priors import ArticlePrior, MemoryVote
 
 AGENT_COLUMNS: tuple[str, ...] = ("terminology", "conditions", "decompose", "supportive", "repair", "hyde")
@@ -78,13 +79,13 @@ class FeatureContext:
     depth: int = 100
 
 
-def _zscores(hits: Sequence[Hit], key: str) -> tuple[dict[str, float], float]:
+def zscores_of(hits: Sequence[Hit], key: str) -> tuple[dict[str, float], float]:
+    """The z-scores of ``hit.scores[key]`` by document id, over the hits that have that score, and a
+    floor (one below the lowest) for the hits that do not; ``({}, 0.0)`` when none has it."""
     values = [(h.doc_id, h.scores[key]) for h in hits if key in h.scores]
     if not values:
         return {}, 0.0
-    arr = np.asarray([v for _, v in values], dtype=np.float64)
-    std = float(arr.std()) or 1.0
-    z = (arr - arr.mean()) / std
+    z = zscore([v for _, v in values])
     return {doc_id: float(s) for (doc_id, _), s in zip(values, z, strict=True)}, float(z.min()) - 1.0
 
 
@@ -94,8 +95,8 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext) -> np.ndarray:
         return np.zeros((0, len(FEATURE_NAMES)), dtype=np.float32)
     col = {name: i for i, name in enumerate(FEATURE_NAMES)}
     missing_rank = math.log(2 * max(1, ctx.depth))
-    bm25_z, bm25_floor = _zscores(hits, "bm25")
-    knn_z, knn_floor = _zscores(hits, "knn")
+    bm25_z, bm25_floor = zscores_of(hits, "bm25")
+    knn_z, knn_floor = zscores_of(hits, "knn")
     knn_min = min((h.scores["knn"] for h in hits if "knn" in h.scores), default=0.0) - 0.05
     law_ranked = sorted(ctx.law_probabilities.items(), key=lambda kv: -kv[1])
     law_rank = {law: r for r, (law, _) in enumerate(law_ranked, start=1)}

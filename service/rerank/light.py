@@ -21,6 +21,7 @@ import numpy as np
 
 from service.corpus.graph import CorpusGraph
 from service.rerank.priors import ArticlePrior, MemoryVote
+from service.retrieval.fusion import normalize_scores
 
 LAW_WEIGHT = 0.3
 PRIOR_WEIGHT = 0.25
@@ -52,11 +53,7 @@ class Priors:
 
 def zscore(values: Sequence[float]) -> np.ndarray:
     """Per-list z-scores (zeros for a constant list)."""
-    arr = np.asarray(values, dtype=np.float64)
-    if arr.size == 0:
-        return arr
-    std = float(arr.std())
-    return np.zeros_like(arr) if std == 0 else (arr - arr.mean()) / std
+    return normalize_scores(values, "zscore")
 
 
 def light_scores(scores: Sequence[float], ids: Sequence[str], priors: Priors) -> list[float]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from service.analysis.chain import analyzer_for
@@ -17,14 +18,15 @@ class Snippet:
     text: str
     spans: tuple[tuple[int, int], ...]
 
-    def render(self, before: str = "«", after: str = "»") -> str:
-        """The text with each matched span wrapped in ``before``/``after`` (e.g. ``<em>``/``</em>``)."""
+    def render(self, before: str = "«", after: str = "»", escape: Callable[[str], str] = str) -> str:
+        """The text with each matched span wrapped in ``before``/``after`` (e.g. ``<em>``/``</em>``);
+        ``escape`` (e.g. ``html.escape``) is applied to the text pieces, not to the marks."""
         out, last = [], 0
         for start, end in self.spans:
-            out.append(self.text[last:start])
-            out.append(f"{before}{self.text[start:end]}{after}")
+            out.append(escape(self.text[last:start]))
+            out.append(f"{before}{escape(self.text[start:end])}{after}")
             last = end
-        out.append(self.text[last:])
+        out.append(escape(self.text[last:]))
         return "".join(out)
 
 

@@ -143,7 +143,7 @@ def question_features(text: str, lang: str = "", *, laws: int | None = None) -> 
     domains = sum(1 for cues in markers.domains.values() if distinct_matches(raw, cues))
     return QuestionFeatures(
         lang=lang,
-        tokens=len(analyzer.tokens(text)),
+        tokens=len(analyzer.terms(raw)),
         clauses=clauses,
         sentences=sentences,
         conditionals=count_matches(raw, markers.conditional),

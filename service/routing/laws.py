@@ -9,7 +9,6 @@ explicit citations and the number of questions only.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -52,7 +51,6 @@ class ClassifierLawCounter:
 
     def __init__(self, model_dir: str) -> None:
         self.model_dir = model_dir
-        self._lock = threading.Lock()
 
     def __call__(self, question: str, lang: str, vector: np.ndarray | None) -> int | None:
         """The count for one question.
@@ -62,10 +60,9 @@ class ClassifierLawCounter:
         """
         from service.models import load_models
 
-        with self._lock:
-            models = load_models(self.model_dir)  # cached per process by service.models
+        models = load_models(self.model_dir)  # cached (and locked) per process by service.models
         classifier = models.law_classifier if models is not None else None
-        if models is None or classifier is None:
+        if classifier is None:
             return None
         usable = vector if vector is not None and classifier.vector_dim == len(vector) else None
         if len(set(classifier.laws)) <= 1:

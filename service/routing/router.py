@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from service.config import RoutingSettings
@@ -54,6 +54,9 @@ def tier_for(score: float, thresholds: Sequence[float]) -> int:
     return bisect.bisect_right(list(thresholds), score)
 
 
+_DEFAULTS = RoutingSettings()
+
+
 @dataclass(frozen=True)
 class RoutingParams:
     """Every number routing uses for one index, and where each group came from.
@@ -62,19 +65,19 @@ class RoutingParams:
     or ``"paper-default"`` (QSI without any calibration).
     """
 
-    thresholds: tuple[float, float, float] = (0.25, 0.45, 0.7)
-    gamma: float = 0.5
-    base_weight: float = 0.3
-    gate_p: float = 1.5
-    gate_q: float = 0.3
-    rdi_k: int = 10
-    rdi_jaccard_weight: float = 0.7
-    qsi_a: float = 0.5
-    qsi_b: float = 12.5
-    cut_sigma: float = 0.2
-    cut_min_k: int = 1
-    cut_max_k: int = 10
-    cut_depth: int = 50
+    thresholds: tuple[float, float, float] = tuple(_DEFAULTS.thresholds)  # type: ignore[assignment]
+    gamma: float = _DEFAULTS.gamma
+    base_weight: float = _DEFAULTS.base_weight
+    gate_p: float = _DEFAULTS.gate_p
+    gate_q: float = _DEFAULTS.gate_q
+    rdi_k: int = _DEFAULTS.rdi_k
+    rdi_jaccard_weight: float = _DEFAULTS.rdi_jaccard_weight
+    qsi_a: float = _DEFAULTS.qsi_a
+    qsi_b: float = _DEFAULTS.qsi_b
+    cut_sigma: float = _DEFAULTS.cut_sigma
+    cut_min_k: int = _DEFAULTS.cut_min_k
+    cut_max_k: int = _DEFAULTS.cut_max_k
+    cut_depth: int = _DEFAULTS.cut_depth
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     @classmethod
@@ -85,14 +88,9 @@ class RoutingParams:
         scale, not a preference); thresholds, gamma and the cut only while ``use_calibration``.
         A malformed stored entry is ignored with a warning, never fatal.
         """
-        params = cls(
-            thresholds=tuple(settings.thresholds),  # type: ignore[arg-type]
-            gamma=settings.gamma, base_weight=settings.base_weight, gate_p=settings.gate_p,
-            gate_q=settings.gate_q, rdi_k=settings.rdi_k, rdi_jaccard_weight=settings.rdi_jaccard_weight,
-            qsi_a=settings.qsi_a, qsi_b=settings.qsi_b, cut_sigma=settings.cut_sigma,
-            cut_min_k=settings.cut_min_k, cut_max_k=settings.cut_max_k, cut_depth=settings.cut_depth,
-            sources={"qsi": "paper-default", "thresholds": "settings", "cut": "settings"},
-        )
+        values = {f.name: getattr(settings, f.name) for f in fields(cls) if f.name != "sources"}
+        params = cls(**{**values, "thresholds": tuple(settings.thresholds)},
+                     sources={"qsi": "paper-default", "thresholds": "settings", "cut": "settings"})
         metadata = metadata or {}
         sources = dict(params.sources)
         try:
@@ -113,11 +111,9 @@ class RoutingParams:
         return replace(params, sources=sources)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"thresholds": list(self.thresholds), "gamma": self.gamma, "base_weight": self.base_weight,
-                "gate_p": self.gate_p, "gate_q": self.gate_q, "rdi_k": self.rdi_k,
-                "rdi_jaccard_weight": self.rdi_jaccard_weight, "qsi_a": round(self.qsi_a, 6),
-                "qsi_b": round(self.qsi_b, 6), "cut_sigma": self.cut_sigma, "cut_min_k": self.cut_min_k,
-                "cut_max_k": self.cut_max_k, "cut_depth": self.cut_depth, "sources": dict(self.sources)}
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {**out, "thresholds": list(self.thresholds), "qsi_a": round(self.qsi_a, 6),
+                "qsi_b": round(self.qsi_b, 6), "sources": dict(self.sources)}
 
 
 def _apply_calibration(params: RoutingParams, stored: Mapping[str, Any],

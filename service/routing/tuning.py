@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from service.config import RoutingSettings
 from service.evaluation.metrics import set_scores
 from service.retrieval.cut import cliff_cut
 
@@ -41,7 +42,7 @@ DEFAULT_GRID: tuple[float, ...] = tuple(round(x * 0.05, 2) for x in range(21))
 DEFAULT_SIGMAS: tuple[float, ...] = (0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
 DEFAULT_MIN_KS: tuple[int, ...] = (1, 2, 3)
 DEFAULT_MAX_KS: tuple[int, ...] = (5, 10, 20)
-_DEFAULT_THRESHOLDS = (0.25, 0.45, 0.7)
+_DEFAULTS = RoutingSettings()
 
 
 @dataclass
@@ -190,7 +191,8 @@ def search_routing(data: FitData, *, recall_target: float = 0.95, latency_budget
                                tuple(float(np.mean(tier == t)) for t in range(tiers)), reference_recall,
                                reference_latency, recall_target, latency_budget, recall_lower=float(kept_share[i]),
                                latency_upper=float(latency_share[i]))
-        distance = abs(gamma - 0.5) + sum(abs(a - b) for a, b in zip(padded, _DEFAULT_THRESHOLDS, strict=True))
+        distance = abs(gamma - _DEFAULTS.gamma) + sum(abs(a - b) for a, b in
+                                                      zip(padded, _DEFAULTS.thresholds, strict=True))
         choices.append((choice, distance))
     floor = recall_target - 1e-9
     both = [(c, d) for c, d in choices if c.recall_lower >= floor and c.latency_upper <= latency_budget + 1e-9]
@@ -255,7 +257,7 @@ def search_cut(rankings: Sequence[Sequence[tuple[str, float]]], relevant: Sequen
             rs.append(r)
             fs.append(f)
         choice = CutChoice(sigma, min_k, max_k, _mean(ps), _mean(rs), _mean(fs), _mean(fixed))
-        key = (-round(choice.f1, 6), abs(sigma - 0.2))
+        key = (-round(choice.f1, 6), abs(sigma - _DEFAULTS.cut_sigma))
         if best is None or key < best[0]:
             best = (key, choice)
     assert best is not None

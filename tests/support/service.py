@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import requests
 from werkzeug.serving import make_server
 
 from service.config import Settings, load_settings
@@ -99,13 +98,6 @@ class ApiServer:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._thread.join(timeout=10)
-
-    def session(self, key: str | None = None) -> requests.Session:
-        """An HTTP session sending ``key`` as the bearer token."""
-        session = requests.Session()
-        if key:
-            session.headers["Authorization"] = f"Bearer {key}"
-        return session
 
 
 class WorkerProcess:
