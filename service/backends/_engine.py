@@ -74,6 +74,38 @@ class Failure:
     reason: str = ""
     error_type: str = ""
 
+    @classmethod
+    def from_http(cls, status: int | str, error_type: str, reason: str) -> Failure:
+        """The failure for an HTTP error answer of the engine (a whole request or one ``_msearch`` item)."""
+        if status == 401:
+            kind = FailureKind.AUTH
+        elif status == 403:
+            kind = FailureKind.FORBIDDEN
+        elif status == 404 and error_type == "index_not_found_exception":
+            kind = FailureKind.NOT_FOUND
+        else:
+            kind = FailureKind.HTTP
+        return cls(kind, status, reason, error_type)
+
+
+def short_text(value: Any) -> str:
+    """``value`` as one line of at most 300 characters, for error messages."""
+    return " ".join(str(value).split())[:300]
+
+
+def error_parts(body: Any, fallback: Any) -> tuple[str, str]:
+    """(error type, reason) from an Elasticsearch/OpenSearch error body; ``fallback`` is the client's
+    own error name, used when the body has no type."""
+    if isinstance(body, Mapping):
+        err = body.get("error")
+        if isinstance(err, Mapping):
+            root = (err.get("root_cause") or [{}])[0] if isinstance(err.get("root_cause"), list) else {}
+            reason = str(err.get("reason") or root.get("reason") or err)
+            return str(err.get("type", fallback or "")), reason
+        if err:
+            return str(fallback or ""), str(err)
+    return str(fallback or ""), short_text(body)
+
 
 @dataclass(frozen=True)
 class IndexInfo:
@@ -187,10 +219,10 @@ class EngineBackend:
         except LexsearchError:
             raise
         except Exception as exc:
-            failure = self._classify(exc)
-            if failure is None:
+            error = self._translate(exc, what, index)
+            if error is None:
                 raise
-            raise self._error(failure, what, index) from None
+            raise error from None
 
     def _stream(self, what: str, fn: Callable[..., Iterable[Any]], *args: Any,
                 index: str | None = None) -> Iterator[Any]:
@@ -202,10 +234,15 @@ class EngineBackend:
         except LexsearchError:
             raise
         except Exception as exc:
-            failure = self._classify(exc)
-            if failure is None:
+            error = self._translate(exc, what, index)
+            if error is None:
                 raise
-            raise self._error(failure, what, index) from None
+            raise error from None
+
+    def _translate(self, exc: Exception, what: str, index: str | None) -> LexsearchError | None:
+        """The LexsearchError for a client exception, or None for an exception that is a bug."""
+        failure = self._classify(exc)
+        return None if failure is None else self._error(failure, what, index)
 
     def _verify(self) -> None:
         """Check once that the URL answers as the expected product (fails fast on a wrong host)."""
@@ -253,13 +290,8 @@ class EngineBackend:
     def _raise_item_error(self, item: Mapping[str, Any], what: str, index: str) -> None:
         """Raise for one failed ``_msearch`` item (it carries its own error and status)."""
         error = item.get("error") or {}
-        kind = FailureKind.NOT_FOUND if error.get("type") == "index_not_found_exception" else FailureKind.HTTP
-        if item.get("status") == 401:
-            kind = FailureKind.AUTH
-        if item.get("status") == 403:
-            kind = FailureKind.FORBIDDEN
-        raise self._error(Failure(kind, item.get("status", ""), str(error.get("reason", error)),
-                                  str(error.get("type", ""))), what, index)
+        raise self._error(Failure.from_http(item.get("status", ""), str(error.get("type", "")),
+                                            str(error.get("reason", error))), what, index)
 
     # ----- index facts -----------------------------------------------------------------------------
 

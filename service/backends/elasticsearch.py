@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from service.backends._engine import EngineBackend, Failure, FailureKind
+from service.backends._engine import EngineBackend, Failure, FailureKind, error_parts, short_text
 from service.backends._requests import Engine
 
 
@@ -65,17 +65,11 @@ class ElasticsearchBackend(EngineBackend):
         if isinstance(exc, es.ConnectionTimeout):
             return Failure(FailureKind.TIMEOUT, "TIMEOUT", str(exc))
         if isinstance(exc, es.ConnectionError):  # includes SSLError
-            return Failure(FailureKind.UNREACHABLE, "N/A", " ".join(str(exc).split())[:300])
+            return Failure(FailureKind.UNREACHABLE, "N/A", short_text(exc))
         if isinstance(exc, es.ApiError):
             status = exc.meta.status
-            error_type, reason = _error_parts(exc.body, exc.message)
-            if status == 401:
-                return Failure(FailureKind.AUTH, status, reason, error_type)
-            if status == 403:
-                return Failure(FailureKind.FORBIDDEN, status, reason, error_type)
-            if status == 404 and error_type == "index_not_found_exception":
-                return Failure(FailureKind.NOT_FOUND, status, reason, error_type)
-            return Failure(FailureKind.HTTP, status, reason, error_type)
+            error_type, reason = error_parts(exc.body, exc.message)
+            return Failure.from_http(status, error_type, reason)
         if isinstance(exc, es.TransportError):
             return Failure(FailureKind.UNREACHABLE, "N/A", str(exc))
         return None
@@ -147,14 +141,3 @@ class ElasticsearchBackend(EngineBackend):
         from elasticsearch.helpers import scan
 
         return scan(self._slow(), query=dict(body), index=index, size=500, scroll="5m")
-
-
-def _error_parts(body: Any, message: Any) -> tuple[str, str]:
-    """(error type, reason) from an Elasticsearch error body."""
-    if isinstance(body, Mapping):
-        err = body.get("error")
-        if isinstance(err, Mapping):
-            return str(err.get("type", message or "")), str(err.get("reason") or err)
-        if err:
-            return str(message or ""), str(err)
-    return str(message or ""), " ".join(str(body).split())[:300]

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from service.backends._engine import EngineBackend, Failure, FailureKind
+from service.backends._engine import EngineBackend, Failure, FailureKind, error_parts, short_text
 from service.backends._requests import Engine
 
 
@@ -64,17 +64,11 @@ class OpenSearchBackend(EngineBackend):
         if isinstance(exc, E.ConnectionTimeout):
             return Failure(FailureKind.TIMEOUT, "TIMEOUT", str(exc.info if exc.info else exc))
         if isinstance(exc, E.ConnectionError):  # includes SSLError
-            return Failure(FailureKind.UNREACHABLE, "N/A", _short(exc.info) if exc.info else str(exc))
+            return Failure(FailureKind.UNREACHABLE, "N/A", short_text(exc.info) if exc.info else str(exc))
         if isinstance(exc, E.TransportError):
             status = exc.status_code
-            error_type, reason = _error_parts(exc.info, exc.error)
-            if status == 401:
-                return Failure(FailureKind.AUTH, status, reason, error_type)
-            if status == 403:
-                return Failure(FailureKind.FORBIDDEN, status, reason, error_type)
-            if status == 404 and error_type == "index_not_found_exception":
-                return Failure(FailureKind.NOT_FOUND, status, reason, error_type)
-            return Failure(FailureKind.HTTP, status, reason, error_type)
+            error_type, reason = error_parts(exc.info, exc.error)
+            return Failure.from_http(status, error_type, reason)
         return None
 
     def _search(self, index: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -146,20 +140,3 @@ class OpenSearchBackend(EngineBackend):
 
         return scan(self.client, query=dict(body), index=index, size=500, scroll="5m",
                     request_timeout=self.options.bulk_timeout_s)
-
-
-def _error_parts(info: Any, error: Any) -> tuple[str, str]:
-    """(error type, reason) from an engine error body."""
-    if isinstance(info, Mapping):
-        err = info.get("error")
-        if isinstance(err, Mapping):
-            root = (err.get("root_cause") or [{}])[0] if isinstance(err.get("root_cause"), list) else {}
-            reason = str(err.get("reason") or root.get("reason") or err)
-            return str(err.get("type", error or "")), reason
-        if err:
-            return str(error or ""), str(err)
-    return str(error or ""), _short(info)
-
-
-def _short(value: Any) -> str:
-    return " ".join(str(value).split())[:300]
