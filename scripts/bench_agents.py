@@ -137,7 +137,7 @@ def run_bench(bench: Bench, models_root: Path, *, retrain: bool, ablation_limit:
             continue
         if ablated and ablation_limit > 0:
             subset = queries[:ablation_limit]
-        runtime.embedder.clear_query_cache()
+        runtime.forget_query_caches()
         stats = TraceStats()
         started = time.perf_counter()
         result, _ = evaluate(runtime.pipeline(pipeline), subset, qrels, index=index, k=100, options=options,

@@ -40,7 +40,7 @@ def quality(args: argparse.Namespace) -> None:
         queries, qrels = dataset.queries(split), dataset.qrels(split)
         results = []
         for name in ("bm25", "dense", "hybrid"):
-            runtime.embedder.clear_query_cache()
+            runtime.forget_query_caches()
             result, _ = evaluate(runtime.pipeline(name), queries, qrels, index=index, k=100,
                                  max_query_chars=runtime.settings.retrieval.max_query_chars, label=name)
             results.append(result)
@@ -87,7 +87,7 @@ def speed(args: argparse.Namespace) -> None:
         runtime.pipeline("hybrid").run  # noqa: B018 - build the pipeline before timing
         runtime.embedder.embed_queries(["warm-up"])
         for i in range(args.runs):
-            runtime.embedder.clear_query_cache()
+            runtime.forget_query_caches()
             result, _ = evaluate(runtime.pipeline("hybrid"), queries, qrels, index="bench", k=100,
                                  max_query_chars=settings.retrieval.max_query_chars)
             p50s.append(result.latency_p50)

@@ -11,7 +11,10 @@ For each dataset folder (a derived split folder with ``fit`` and ``dev``):
    queries would be scored in-sample (the question memory finds the question itself). The fit split
    is therefore carved once more (``var/routing/<label>-cal``: cal_train 70% / cal_hold 30%, seed
    7); models are trained on cal_train (``var/routing/<label>-cal-models``, reused when present),
-   and ``lexsearch calibrate`` runs on cal_hold with them (the first ``--fit-limit`` queries).
+   and ``lexsearch calibrate`` runs on cal_hold with them (the first ``--fit-limit`` queries): their
+   rankings give each tier's recall, while the tiers' latencies are timed with the serving models
+   (``--models``; ``lexsearch calibrate --latency-model``), whose planner rounds and reranker size
+   are those the dev pass will see.
    Thresholds, gamma and the cut are stored with the index; QSI's label-free calibration is made
    first if missing.
 2. ONE pass over the dev split with the models trained on all of fit (``--models LABEL=DIR``). For
@@ -129,8 +132,9 @@ def bench_dataset(runtime: Runtime, label: str, folder: str, *, fit_limit: int, 
     cal_runtime = Runtime(runtime.settings.replace(index={"model_dir": cal_models}), embedder=runtime.embedder)
     print(f"\n## {label}: calibrating on {CAL_HOLD} ({fit_limit or 'all'} queries) ...", file=sys.stderr, flush=True)
     started = time.perf_counter()
+    serving = runtime if runtime.settings.index.model_dir else None
     entry = calibrate(cal_runtime, cal_dataset, CAL_HOLD, limit=fit_limit, recall_target=recall_target,
-                      latency_budget=latency_budget)
+                      latency_budget=latency_budget, latency_runtime=serving)
     calibrate_s = time.perf_counter() - started
     queries, qrels = dataset.queries("dev"), dataset.qrels("dev")
     if dev_limit:
@@ -148,7 +152,7 @@ def bench_dataset(runtime: Runtime, label: str, folder: str, *, fit_limit: int, 
         order = CONFIGS[i % len(CONFIGS):] + CONFIGS[: i % len(CONFIGS)]
         record: dict[str, Any] = {"qid": query.qid}
         for config in order:
-            runtime.embedder.clear_query_cache()
+            runtime.forget_query_caches()
             pipe = runtime.pipeline(_pipeline_for(config))
             start = time.perf_counter()
             response = pipe.run(requests[config])

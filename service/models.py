@@ -162,7 +162,7 @@ def _write_component(name: str, component: Any, target: Path) -> None:
         component.save(target)
 
 
-def _read_component(name: str, path: Path, feature_names: Sequence[str]) -> Any:
+def _read_component(name: str, path: Path, feature_names: Sequence[str], compile_trees: bool) -> Any:
     if name == "law_classifier":
         with np.load(path, allow_pickle=False) as arrays:
             return LawClassifier.from_arrays(dict(arrays))
@@ -181,11 +181,12 @@ def _read_component(name: str, path: Path, feature_names: Sequence[str]) -> Any:
     if name == "planner":
         return PlannerPolicy.from_json(json.loads(path.read_text(encoding="utf-8")))
     label = "learned" if name == "reranker_agentic" else "learned_hybrid"
-    return LearnedReranker.load(path, feature_names, label=label)
+    return LearnedReranker.load(path, feature_names, label=label, compile_trees=compile_trees)
 
 
-def read_models(path: str | Path) -> TrainedModels:
-    """Read a model folder (uncached; see :func:`load_models`).
+def read_models(path: str | Path, *, compile_trees: bool = True) -> TrainedModels:
+    """Read a model folder (uncached; see :func:`load_models`). ``compile_trees``: score the rerankers
+    with compiled trees (:mod:`service.rerank.compiled`; compiled on the first read on a CPU).
 
     Raises:
         ConfigError: when the folder, its manifest or a listed file is missing or unreadable.
@@ -209,7 +210,7 @@ def read_models(path: str | Path) -> TrainedModels:
             log.warning("%s: ignoring unknown component %r", folder, name)
             continue
         try:
-            setattr(models, name, _read_component(name, folder / filename, feature_names))
+            setattr(models, name, _read_component(name, folder / filename, feature_names, compile_trees))
         except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
             raise ConfigError(f"{folder}: cannot read {filename} ({type(exc).__name__}: {exc}); retrain") from None
     models.info = {k: v for k, v in manifest.items()
@@ -217,12 +218,13 @@ def read_models(path: str | Path) -> TrainedModels:
     return models
 
 
-_CACHE: dict[str, tuple[float, TrainedModels]] = {}
+_CACHE: dict[tuple[str, bool], tuple[float, TrainedModels]] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def load_models(model_dir: str | Path | None) -> TrainedModels | None:
+def load_models(model_dir: str | Path | None, *, compile_trees: bool = True) -> TrainedModels | None:
     """The models in ``model_dir`` (cached per process until its manifest changes); ``None`` for ''.
+    ``compile_trees`` as in :func:`read_models` (the setting ``agents.compiled_trees``).
 
     Raises:
         ConfigError: when the folder is set but holds no readable models.
@@ -235,11 +237,11 @@ def load_models(model_dir: str | Path | None) -> TrainedModels | None:
     except FileNotFoundError:
         raise ConfigError(f"no trained models at {model_dir} ({MANIFEST} missing); "
                           "create them with `lexsearch train`") from None
-    key = str(folder)
+    key = (str(folder), compile_trees)
     with _CACHE_LOCK:
         cached = _CACHE.get(key)
         if cached is not None and cached[0] == mtime:
             return cached[1]
-        models = read_models(folder)
+        models = read_models(folder, compile_trees=compile_trees)
         _CACHE[key] = (mtime, models)
         return models

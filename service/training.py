@@ -44,7 +44,7 @@ from service.corpus.graph import CorpusGraph
 from service.corpus.model import Query
 from service.corpus.views import bm25_text, embedding_text
 from service.errors import DataError
-from service.models import TrainedModels
+from service.models import TrainedModels, read_models
 from service.pipelines.agentic import AgenticPipeline, AgenticState
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
@@ -323,4 +323,9 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     }
     final.info = info
     final.save(out)
+    if runtime.settings.agents.compiled_trees:
+        _say(progress, "compiling the reranker trees (once per model and CPU)")
+        compile_started = time.perf_counter()
+        read_models(out, compile_trees=True)
+        info["timings_s"]["compile"] = round(time.perf_counter() - compile_started, 1)
     return TrainReport(info)

@@ -12,12 +12,14 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import re
 import threading
 import unicodedata
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -34,9 +36,15 @@ LANGUAGES: tuple[str, ...] = ("de", "fr", "it", "en", "zh")
 
 SYNONYM_WEIGHT = 0.5
 """A word added by a synonym rule counts half as much as a word the user wrote."""
+CACHED_TEXT_CHARS = 1000
+"""Texts up to this long have their terms cached (questions; see :meth:`Analyzer.tokens`)."""
+CACHED_TEXTS = 512
+"""How many recent short texts keep their terms, per language."""
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _HAS_WORD_CHAR = re.compile(r"[^\W_]", re.UNICODE)
 _JIEBA_LOCK = threading.Lock()
+_ANALYZERS: weakref.WeakSet[Analyzer] = weakref.WeakSet()
+"""Every analyzer built, so :func:`forget_cached_terms` can reach their caches."""
 
 
 def analyzers_dir() -> Path:
@@ -89,6 +97,10 @@ class Analyzer:
         self._stemmer_local = threading.local()
         self._splitter = CompoundSplitter(spec.compound_words) if spec.compound_words else None
         self._synonyms: SynonymRules | None = None
+        # One search analyses its question several times (BM25 query, agents, routing): keep the
+        # terms of recent short texts. Documents are longer and analysed once, so they bypass it.
+        self._cached_tokens = functools.lru_cache(maxsize=CACHED_TEXTS)(self._tokens_of_short_text)
+        _ANALYZERS.add(self)
         if spec.stemmer:
             Stemmer.Stemmer(spec.stemmer)  # fail early on an unknown stemmer name
 
@@ -114,7 +126,12 @@ class Analyzer:
 
     def tokens(self, text: str) -> list[str]:
         """Index terms: tokens without stopwords, compounds followed by their parts, stemmed."""
+        if len(text) <= CACHED_TEXT_CHARS:
+            return list(self._cached_tokens(text))
         return self.terms(self.raw_tokens(text))
+
+    def _tokens_of_short_text(self, text: str) -> tuple[str, ...]:
+        return tuple(self.terms(self.raw_tokens(text)))
 
     def terms(self, raw: Sequence[str]) -> list[str]:
         """The index terms of already :meth:`raw_tokens`-split text (see :meth:`tokens`)."""
@@ -150,6 +167,12 @@ class Analyzer:
         """The index form of one word (lowercased, stemmed)."""
         toks = self.tokens(word)
         return toks[0] if toks else ""
+
+
+def forget_cached_terms() -> None:
+    """Empty every analyzer's cache of question terms (see :meth:`Analyzer.tokens`)."""
+    for analyzer in list(_ANALYZERS):
+        analyzer._cached_tokens.cache_clear()
 
 
 def _jieba_cut(text: str) -> list[str]:

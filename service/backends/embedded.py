@@ -620,14 +620,15 @@ def _search_params(snap: _Snapshot, selector: Any, k: int = 0) -> Any:
 
 def _vector_hits(snap: _Snapshot, scores: np.ndarray, iids: np.ndarray) -> list[Hit]:
     hits: list[Hit] = []
-    for score, iid in zip(scores, iids, strict=True):
-        if iid < 0 or iid >= len(snap.ids):
+    ids = snap.ids
+    # Python numbers: element-wise work on numpy scalars costs several times more.
+    for score, iid in zip(scores.tolist(), iids.tolist(), strict=True):
+        if iid < 0 or iid >= len(ids):
             continue
-        doc_id = snap.ids[int(iid)]
+        doc_id = ids[iid]
         if doc_id is None:
             continue
-        hits.append(Hit(doc_id=doc_id, score=float(score), scores={"knn": float(score)},
-                        ranks={"knn": len(hits) + 1}))
+        hits.append(Hit(doc_id=doc_id, score=score, scores={"knn": score}, ranks={"knn": len(hits) + 1}))
     return hits
 
 

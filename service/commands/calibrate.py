@@ -14,7 +14,11 @@ Example::
 
     lexsearch split --data data/stard-split --from fit --parts cal_train=0.7,cal_hold=0.3 --out var/stard-cal
     lexsearch train --data var/stard-cal --split cal_train --out var/stard-cal-models
-    lexsearch calibrate --data var/stard-cal --split cal_hold --model var/stard-cal-models
+    lexsearch calibrate --data var/stard-cal --split cal_hold --model var/stard-cal-models \
+        --latency-model models/stard
+
+``--model`` gives the recall of each tier and must not have seen the calibration queries;
+``--latency-model`` (default: ``--model``) times the tiers with the models that will serve.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import argparse
 import json
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +64,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--confidence", type=float, default=0.9,
                    help="confidence of the bootstrap bounds on which the recall floor and the latency "
                         "budget must hold (default 0.9)")
+    p.add_argument("--latency-model", metavar="DIR",
+                   help="time the tiers with this model folder, the one that will serve (default: --model). "
+                        "Recall always comes from --model; only the speed of these models is used, so they may "
+                        "have been trained on the calibration queries")
     p.add_argument("--dry-run", action="store_true", help="print the choice without storing it")
     p.add_argument("--json", dest="json_out", metavar="OUT", help="also write the calibration as JSON to OUT")
     add_common_options(p)
@@ -104,7 +113,8 @@ def collect_fit_data(pipe: Any, queries: Sequence[Query], qrels: dict[str, set[s
     """Run the probe once and every tier's strategy on it, for each query (see the module docstring).
 
     ``pipe`` is the :class:`~service.pipelines.routed.RoutedPipeline`. Strategies with the same
-    pipeline and options run once per query and share their result.
+    pipeline and options run once per query and share their result. The query caches are emptied
+    before the probe and before each strategy, so every timing is that of a search of its own.
     """
     from service.pipelines.routed import RoutedOptions
     from service.tracing import Stopwatch
@@ -127,6 +137,7 @@ def collect_fit_data(pipe: Any, queries: Sequence[Query], qrels: dict[str, set[s
     for query in tqdm(queries, desc="calibrate", unit="q", disable=not progress, leave=False):
         request = SearchRequest(query=query.text[:max_chars], index=index, k=max(10, params.cut_depth),
                                 lang=query.lang, qid=query.qid)
+        pipe.runtime.forget_query_caches()  # a search pays for its own embeddings, as in production
         start = time.perf_counter()
         probe = pipe.probe(request, params, Stopwatch())
         probed = time.perf_counter()
@@ -142,6 +153,8 @@ def collect_fit_data(pipe: Any, queries: Sequence[Query], qrels: dict[str, set[s
             strategy = pipe.router.strategy(tier)
             key = json.dumps([strategy.pipeline, strategy.options], sort_keys=True)
             if key not in done:
+                # One search runs one tier: no tier may reuse the rewrites another one embedded.
+                pipe.runtime.forget_query_caches()
                 begin = time.perf_counter()
                 outcome = pipe.run_strategy(tier, request, probe, params)
                 done[key] = ([(h.doc_id, h.score) for h in outcome.hits], (time.perf_counter() - begin) * 1000.0)
@@ -171,8 +184,14 @@ def calibration_entry(routing: RoutingChoice, cut: CutChoice, *, dataset: str, s
 
 def calibrate(runtime: Runtime, dataset: Dataset, split: str, *, limit: int = 0, recall_target: float = 0.95,
               latency_budget: float = 0.5, confidence: float | None = 0.9, store: bool = True,
-              progress: bool = False) -> dict[str, Any]:
+              progress: bool = False, latency_runtime: Runtime | None = None) -> dict[str, Any]:
     """Calibrate routing for the dataset's index on ``split`` and (unless ``store`` is false) store it.
+
+    ``runtime``'s models give the recall of each tier, and must not have been trained on ``split``.
+    ``latency_runtime`` (default ``runtime``) gives the latencies: it should hold the models that
+    will serve. Models trained on part of the training data run fewer planner rounds and smaller
+    rerankers than the ones trained on all of it, so timing them would misjudge the latency budget;
+    and since only their speed is used, the serving models may have seen the calibration queries.
 
     Returns:
         The stored ``routing`` entry.
@@ -197,12 +216,21 @@ def calibrate(runtime: Runtime, dataset: Dataset, split: str, *, limit: int = 0,
     pipe = runtime.pipeline("routed")
     pipe.forget_params(index)  # type: ignore[attr-defined]
     data = collect_fit_data(pipe, queries, qrels, index=index, progress=progress)
+    timed_pipe = pipe
+    if latency_runtime is not None:
+        timed_pipe = latency_runtime.pipeline("routed")
+        timed_pipe.forget_params(index)  # type: ignore[attr-defined]
+        timed = collect_fit_data(timed_pipe, queries, qrels, index=index, progress=progress)
+        data = replace(data, latency_ms=timed.latency_ms, reference_latency_ms=timed.reference_latency_ms)
     routing = search_routing(data, recall_target=recall_target, latency_budget=latency_budget, confidence=confidence)
     cut = search_cut(routed_rankings(data, routing), data.relevant)
     entry = calibration_entry(routing, cut, dataset=dataset.name, split=split, queries=len(queries))
+    entry["calibrated_on"]["models"] = runtime.settings.index.model_dir or None
+    entry["calibrated_on"]["latency_models"] = (latency_runtime or runtime).settings.index.model_dir or None
     if store:
         runtime.backend.update_metadata(index, **{CALIBRATION_KEY: entry})
         pipe.forget_params(index)  # type: ignore[attr-defined]
+        timed_pipe.forget_params(index)  # type: ignore[attr-defined]
     return entry
 
 
@@ -210,10 +238,15 @@ def run(args: argparse.Namespace) -> int:
     check_training_split(args.split)
     settings = settings_from_args(args)
     runtime = Runtime(settings)
+    latency_runtime = None
+    if args.latency_model:
+        if not Path(args.latency_model, "manifest.json").is_file():
+            raise InvalidInput(f"--latency-model {args.latency_model}: no trained models there (manifest.json missing)")
+        latency_runtime = Runtime(settings.replace(index={"model_dir": args.latency_model}), embedder=runtime.embedder)
     dataset = Dataset(args.data)
     entry = calibrate(runtime, dataset, args.split, limit=args.limit, recall_target=args.recall_target,
                       latency_budget=args.latency_budget, confidence=args.confidence, store=not args.dry_run,
-                      progress=progress_enabled())
+                      progress=progress_enabled(), latency_runtime=latency_runtime)
     fit = entry["fit"]
     r, c = fit["routing"], fit["cut"]
     print(f"thresholds {entry['thresholds']}  gamma {entry['gamma']}  "

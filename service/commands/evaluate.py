@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     results = []
     for name, pipeline in zip(names, pipelines, strict=True):
         info(f"evaluating {name} on {dataset.name}/{args.split} ({len(queries)} queries)")
-        runtime.embedder.clear_query_cache()  # each pipeline pays for its own query embeddings
+        runtime.forget_query_caches()  # each pipeline pays for its own query embeddings
         result, run_ = evaluate(pipeline, queries, qrels, index=index, k=args.k, filters=filters, options=options,
                                 max_query_chars=settings.retrieval.max_query_chars, progress=progress_enabled(),
                                 label=name)

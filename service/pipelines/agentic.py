@@ -125,7 +125,8 @@ class AgenticPipeline:
         """The trained models (``None`` without a model folder)."""
         with self._lock:
             if not self._models_loaded:
-                self._models = load_models(self.settings.index.model_dir)
+                self._models = load_models(self.settings.index.model_dir,
+                                           compile_trees=self.settings.agents.compiled_trees)
                 self._models_loaded = True
             models = self._models
         if models is not None:

@@ -118,6 +118,14 @@ class Runtime:
                 self._embedder = build_embedder(self.settings)
             return self._embedder
 
+    def forget_query_caches(self) -> None:
+        """Forget cached query vectors and question terms, so the next search pays for its own
+        (benchmarks and calibration time each pipeline from cold query caches)."""
+        from service.analysis.chain import forget_cached_terms
+
+        self.embedder.clear_query_cache()
+        forget_cached_terms()
+
     def pipeline(self, name: str) -> Pipeline:
         """The pipeline called ``name``.
 

@@ -21,6 +21,7 @@ import numpy as np
 from service.corpus.model import Hit, Query
 from service.errors import ConfigError
 from service.rerank.base import RerankContext, in_order, ordered
+from service.rerank.compiled import TreeScorer
 
 PARAMS: dict[str, Any] = {
     "objective": "lambdarank",
@@ -52,10 +53,12 @@ class LearnedReranker:
         label: the key under which scores and ranks are recorded on hits.
     """
 
-    def __init__(self, booster: Any, feature_names: Sequence[str], *, label: str = "learned") -> None:
+    def __init__(self, booster: Any, feature_names: Sequence[str], *, label: str = "learned",
+                 scorer: TreeScorer | None = None) -> None:
         self.booster = booster
         self.feature_names = list(feature_names)
         self.name = label
+        self.scorer = scorer or TreeScorer(booster)
 
     @classmethod
     def fit(cls, features: np.ndarray, labels: np.ndarray, groups: Sequence[int], feature_names: Sequence[str], *,
@@ -91,7 +94,7 @@ class LearnedReranker:
             features = features[:, [index[n] for n in self.feature_names]]
         if len(features) == 0:
             return np.zeros(0)
-        return np.asarray(self.booster.predict(features, num_threads=1), dtype=np.float64)
+        return self.scorer.predict(features)
 
     def rerank(self, query: Query, hits: Sequence[Hit], *, k: int, context: RerankContext | None = None) -> list[Hit]:
         if context is None or context.features is None:
@@ -104,7 +107,12 @@ class LearnedReranker:
         self.booster.save_model(str(path))
 
     @classmethod
-    def load(cls, path: Path, feature_names: Sequence[str], *, label: str = "learned") -> LearnedReranker:
+    def load(cls, path: Path, feature_names: Sequence[str], *, label: str = "learned",
+             compile_trees: bool = True) -> LearnedReranker:
+        """Read a saved model; its trees are compiled unless ``compile_trees`` is false (see
+        :mod:`service.rerank.compiled`)."""
         import lightgbm
 
-        return cls(lightgbm.Booster(model_file=str(path)), feature_names, label=label)
+        booster = lightgbm.Booster(model_file=str(path))
+        return cls(booster, feature_names, label=label,
+                   scorer=TreeScorer.from_file(path, booster, compile_trees=compile_trees))

@@ -6,7 +6,14 @@ import json
 
 import pytest
 
-from service.analysis.chain import LANGUAGES, analyze, analyzer_for, analyzers_dir
+from service.analysis.chain import (
+    CACHED_TEXT_CHARS,
+    LANGUAGES,
+    analyze,
+    analyzer_for,
+    analyzers_dir,
+    forget_cached_terms,
+)
 from service.analysis.language import detect_language
 
 pytestmark = pytest.mark.unit
@@ -85,3 +92,28 @@ def test_german_compounds_keep_the_word_and_add_its_parts() -> None:
     assert {"miet", "kaution"} <= set(tokens)
     assert "kaution" in analyze("Kündigungsfrist der Mietkaution", "de")
     assert analyze("Kaution", "de") == ["kaution"]  # not a compound: unchanged
+
+
+def test_cached_terms_are_a_fresh_list_each_time() -> None:
+    analyzer = analyzer_for("de")
+    first = analyzer.tokens("Die Kündigung des Mietvertrags")
+    first.append("verändert")
+    assert analyzer.tokens("Die Kündigung des Mietvertrags") == analyzer.terms(
+        analyzer.raw_tokens("Die Kündigung des Mietvertrags"))
+    assert "verändert" not in analyzer.tokens("Die Kündigung des Mietvertrags")
+
+
+def test_long_texts_are_analysed_like_short_ones() -> None:
+    analyzer = analyzer_for("de")
+    long_text = "Die Kündigung des Mietvertrags " * (CACHED_TEXT_CHARS // 10)
+    assert len(long_text) > CACHED_TEXT_CHARS
+    assert analyzer.tokens(long_text) == analyzer.tokens("Die Kündigung des Mietvertrags") * (CACHED_TEXT_CHARS // 10)
+
+
+def test_cached_terms_can_be_forgotten() -> None:
+    analyzer = analyzer_for("de")
+    analyzer.tokens("Die Kaution des Mieters")
+    assert analyzer._cached_tokens.cache_info().currsize > 0
+    forget_cached_terms()
+    assert analyzer._cached_tokens.cache_info().currsize == 0
+    assert analyzer.tokens("Die Kaution des Mieters") == analyzer.terms(analyzer.raw_tokens("Die Kaution des Mieters"))

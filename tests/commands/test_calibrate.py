@@ -94,3 +94,45 @@ def test_models_trained_on_the_calibration_queries_are_refused(fit_dataset, tmp_
         check_models_not_trained_on(str(models), Dataset(fit_dataset), "fit")
     check_models_not_trained_on(str(models), Dataset(fit_dataset), "cal_hold")  # another split: fine
     check_models_not_trained_on("", Dataset(fit_dataset), "fit")                # no models: fine
+
+
+def test_latency_models_may_have_seen_the_calibration_queries(cli, fit_dataset, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    serving = tmp_path / "serving"
+    code, _, err, _ = cli("train", "--data", str(fit_dataset), "--split", "fit", "--out", str(serving), "--folds", "2")
+    assert code == 0, err
+    code, _, err, _ = cli("calibrate", "--data", str(fit_dataset), "--split", "fit", "--model", str(serving),
+                          "--dry-run")
+    assert code == 2 and "in-sample" in err  # recall from them would be in-sample ...
+    out_json = tmp_path / "calibration.json"
+    code, _, err, _ = cli("calibrate", "--data", str(fit_dataset), "--split", "fit", "--latency-model",
+                            str(serving), "--dry-run", "--json", str(out_json))
+    assert code == 0, err  # ... their speed is fine
+    entry = json.loads(out_json.read_text(encoding="utf-8"))
+    assert entry["calibrated_on"]["latency_models"] == str(serving) and entry["calibrated_on"]["models"] is None
+    assert entry["fit"]["routing"]["reference_latency_ms"] > 0
+
+
+def test_missing_latency_models_are_reported(cli, fit_dataset, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    code, _, err, _ = cli("calibrate", "--data", str(fit_dataset), "--split", "fit", "--latency-model",
+                          str(tmp_path / "nowhere"), "--dry-run")
+    assert code == 2 and "no trained models" in err and "Traceback" not in err
+
+
+def test_new_calibration_reaches_the_serving_pipeline(fit_dataset, tmp_path, embedding_cache_dir) -> None:  # type: ignore[no-untyped-def]
+    from service.commands.calibrate import calibrate
+    from service.commands.dataset_index import ensure_dataset_index
+    from service.config import load_settings
+    from service.corpus.datasets import Dataset
+    from service.pipelines.build import Runtime
+
+    settings = load_settings().replace(index={"root": str(tmp_path / "indices")},
+                                       embedder={"cache_dir": str(embedding_cache_dir)})
+    runtime = Runtime(settings)
+    serving = Runtime(settings, embedder=runtime.embedder)
+    dataset = Dataset(fit_dataset)
+    index = ensure_dataset_index(runtime, dataset)
+    before = serving.pipeline("routed").params(index)  # cached by the serving pipeline
+    entry = calibrate(runtime, dataset, "fit", latency_runtime=serving)
+    after = serving.pipeline("routed").params(index)
+    assert after.sources["thresholds"] == "calibrated" and before.sources["thresholds"] == "settings"
+    assert list(after.thresholds) == entry["thresholds"] and after.gamma == entry["gamma"]

@@ -63,3 +63,50 @@ def test_columns_carry_retrieval_agent_prior_and_graph_signals() -> None:
         math.log(5))
     assert or1[COL["same_law_top10"]] == 1.0
     assert all(row[COL["query_terms"]] == 4 and row[COL["law_top_p"]] == pytest.approx(0.9) for row in m)
+
+
+def test_pool_without_agents_gets_the_neutral_agent_columns() -> None:
+    hits = [Hit("or-1", 1.0, scores={"bm25": 10.0}, ranks={"bm25": 1, "hybrid": 1},
+                provenance=[Provenance("hybrid", 0, 1)]),
+            Hit("or-2", 0.5, scores={"knn": 0.7}, ranks={"knn": 1, "hybrid": 2})]
+    m = pool_features(hits, FeatureContext(depth=50))
+    for row in m:
+        assert row[COL["n_agents"]] == 0 and row[COL["n_rewrites"]] == 0 and row[COL["agent_rrf"]] == 0
+        assert row[COL["best_agent_rank_log"]] == pytest.approx(math.log(100))
+        assert row[COL["agent_terminology_z"]] == -4.0 and row[COL["agent_z_max"]] == -4.0
+
+
+def test_agent_scores_count_even_without_an_agent_provenance() -> None:
+    hits = [Hit("or-1", 1.0, scores={"bm25": 10.0, "agent:repair": 1.5}, ranks={"bm25": 1, "hybrid": 1}),
+            Hit("or-2", 0.5, scores={"bm25": 4.0}, ranks={"bm25": 2, "hybrid": 2})]
+    first, second = pool_features(hits, FeatureContext())
+    assert first[COL["agent_repair_z"]] == 1.5 and first[COL["agent_z_max"]] == 1.5
+    assert first[COL["n_agents"]] == 0 and second[COL["agent_repair_z"]] == -4.0
+
+
+def test_link_counts_to_the_top_candidates() -> None:
+    # or-3 cites or-1; or-4 cites or-1 and or-3 (hand-counted against a top set of or-1, or-3, or-4).
+    docs = [LegalDoc(id="or-1", citation="Art. 1 OR", text="a", law="OR"),
+            LegalDoc(id="or-3", citation="Art. 3 OR", text="b", law="OR", cites=("OR art. 1",)),
+            LegalDoc(id="or-4", citation="Art. 4 OR", text="c", law="OR", cites=("OR art. 1", "OR art. 3")),
+            LegalDoc(id="zgb-9", citation="Art. 9 ZGB", text="d", law="ZGB", cites=("OR art. 4",))]
+    hits = [Hit(d, 1.0 / r, scores={"bm25": 1.0 / r}, ranks={"bm25": r, "hybrid": r})
+            for r, d in enumerate(["or-1", "or-3", "or-4", "zgb-9"], start=1)]
+    rows = dict(zip(["or-1", "or-3", "or-4", "zgb-9"],
+                    pool_features(hits, FeatureContext(graph=CorpusGraph.build(docs))), strict=True))
+    assert [rows[d][COL["cites_top"]] for d in rows] == [0, 1, 2, 1]
+    assert [rows[d][COL["cited_by_top"]] for d in rows] == [2, 1, 1, 0]
+    assert rows["or-1"][COL["same_law_top10"]] == pytest.approx(0.75)
+    assert rows["zgb-9"][COL["same_law_top10"]] == pytest.approx(0.25)
+
+
+def test_document_columns_are_cached_per_graph_and_prior() -> None:
+    graph = _graph()
+    prior_a = ArticlePrior.fit([{"or-3"}], lambda d: "OR")
+    prior_b = ArticlePrior.fit([{"or-1"}], lambda d: "OR")
+    first = pool_features(_hits(), FeatureContext(graph=graph, prior=prior_a))
+    again = pool_features(_hits(), FeatureContext(graph=graph, prior=prior_a))
+    other = pool_features(_hits(), FeatureContext(graph=graph, prior=prior_b))
+    assert np.array_equal(first, again)
+    assert first[1][COL["prior_log"]] == pytest.approx(math.log(2)) and other[1][COL["prior_log"]] == 0.0
+    assert other[0][COL["prior_log"]] == pytest.approx(math.log(2))

@@ -1,0 +1,91 @@
+"""Compiled reranker trees: the same scores as LightGBM, machine code kept per model and CPU, safe fallbacks."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from service.models import load_models
+from service.rerank import compiled
+from service.rerank.compiled import COMPILED_DIR, TreeScorer, compiled_path
+from service.rerank.learned import LearnedReranker
+
+pytestmark = pytest.mark.unit
+
+NAMES = [f"f{i}" for i in range(6)]
+
+
+def _model(folder: Path, seed: int = 0, rounds: int = 25) -> tuple[Path, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    features = rng.normal(size=(400, len(NAMES))).astype(np.float32)
+    labels = (features[:, 0] + 0.5 * features[:, 1] + rng.normal(scale=0.3, size=400) > 1.0).astype(np.float32)
+    model = LearnedReranker.fit(features, labels, [20] * 20, NAMES, rounds=rounds,
+                                params={"min_data_in_leaf": 5})
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "reranker_hybrid.txt"
+    model.save(path)
+    return path, features
+
+
+def test_compiled_trees_score_like_lightgbm_and_are_kept(tmp_path: Path) -> None:
+    path, rows = _model(tmp_path)
+    model = LearnedReranker.load(path, NAMES)
+    assert model.scorer.kind == "compiled"
+    reference = np.asarray(model.booster.predict(rows, num_threads=1))
+    np.testing.assert_allclose(model.scores(rows, NAMES), reference, rtol=0, atol=1e-9)
+    assert list((tmp_path / COMPILED_DIR).glob("*.so")) == [compiled_path(path)]
+    stored = compiled_path(path).stat().st_mtime_ns
+    again = LearnedReranker.load(path, NAMES)  # loads the stored machine code, compiles nothing
+    assert again.scorer.kind == "compiled" and compiled_path(path).stat().st_mtime_ns == stored
+    np.testing.assert_array_equal(again.scores(rows, NAMES), model.scores(rows, NAMES))
+    assert not list((tmp_path / COMPILED_DIR).glob("*.tmp"))
+
+
+def test_another_model_gets_another_file(tmp_path: Path) -> None:
+    first, _ = _model(tmp_path / "a", seed=1)
+    second, _ = _model(tmp_path / "b", seed=2)
+    assert compiled_path(first).name != compiled_path(second).name
+
+
+def test_switched_off_scores_with_lightgbm(tmp_path: Path) -> None:
+    path, rows = _model(tmp_path)
+    model = LearnedReranker.load(path, NAMES, compile_trees=False)
+    assert model.scorer.kind == "lightgbm" and not (tmp_path / COMPILED_DIR).exists()
+    np.testing.assert_array_equal(model.scores(rows, NAMES), model.booster.predict(rows, num_threads=1))
+
+
+def test_unwritable_model_folder_compiles_for_the_process_only(tmp_path: Path) -> None:
+    path, rows = _model(tmp_path)
+    (tmp_path / COMPILED_DIR).write_text("not a folder")  # the compiled/ folder cannot be created
+    model = LearnedReranker.load(path, NAMES)
+    assert model.scorer.kind == "compiled"
+    np.testing.assert_allclose(model.scores(rows, NAMES), model.booster.predict(rows), rtol=0, atol=1e-9)
+
+
+def test_a_compiler_failure_falls_back_to_lightgbm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    path, rows = _model(tmp_path)
+
+    def broken(model_file: Path) -> None:
+        raise RuntimeError("LLVM ERROR: out of registers")
+
+    monkeypatch.setattr(compiled, "compile_model", broken)
+    with caplog.at_level(logging.WARNING, logger="service.rerank.compiled"):
+        scorer = TreeScorer.from_file(path, LearnedReranker.load(path, NAMES, compile_trees=False).booster)
+    assert scorer.kind == "lightgbm" and "out of registers" in caplog.text
+    assert scorer.predict(rows).shape == (len(rows),)
+
+
+def test_model_folders_honour_the_setting(tmp_path: Path) -> None:
+    from service.models import TrainedModels
+
+    folder = tmp_path / "models"
+    path, _ = _model(tmp_path / "src")
+    models = TrainedModels(language="de", embedder="use-m3")
+    models.reranker_hybrid = LearnedReranker.load(path, NAMES, compile_trees=False)
+    models.save(folder)
+    assert load_models(folder, compile_trees=False).reranker_hybrid.scorer.kind == "lightgbm"
+    assert load_models(folder).reranker_hybrid.scorer.kind == "compiled"
