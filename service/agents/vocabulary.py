@@ -20,6 +20,7 @@ Example::
 from __future__ import annotations
 
 import gzip
+import heapq
 import json
 import math
 import re
@@ -158,7 +159,9 @@ class Vocabulary:
             for candidate in index.get(gram, ()):
                 shared[candidate] += 1
         best: tuple[int, int, str] | None = None
-        for candidate, overlap in shared.most_common(200):
+        # Ties broken by the term itself: Counter.most_common would keep insertion order, which
+        # follows the iteration order of a set of strings and so changes from process to process.
+        for candidate, overlap in heapq.nsmallest(200, shared.items(), key=lambda kv: (-kv[1], kv[0])):
             if overlap < max(1, len(grams) // 3):
                 break
             distance = edit_distance(term, candidate, limit)

@@ -98,8 +98,10 @@ class Analyzer:
         self._splitter = CompoundSplitter(spec.compound_words) if spec.compound_words else None
         self._synonyms: SynonymRules | None = None
         # One search analyses its question several times (BM25 query, agents, routing): keep the
-        # terms of recent short texts. Documents are longer and analysed once, so they bypass it.
+        # tokens and terms of recent short texts. Documents are longer and analysed once, so they
+        # bypass it.
         self._cached_tokens = functools.lru_cache(maxsize=CACHED_TEXTS)(self._tokens_of_short_text)
+        self._cached_raw = functools.lru_cache(maxsize=CACHED_TEXTS)(self._raw_tokens_of_short_text)
         _ANALYZERS.add(self)
         if spec.stemmer:
             Stemmer.Stemmer(spec.stemmer)  # fail early on an unknown stemmer name
@@ -117,6 +119,14 @@ class Analyzer:
 
     def raw_tokens(self, text: str) -> list[str]:
         """Tokens before stopword removal and stemming (lowercased)."""
+        if len(text) <= CACHED_TEXT_CHARS:
+            return list(self._cached_raw(text))
+        return self._split(text)
+
+    def _raw_tokens_of_short_text(self, text: str) -> tuple[str, ...]:
+        return tuple(self._split(text))
+
+    def _split(self, text: str) -> list[str]:
         text = unicodedata.normalize("NFKC", text)
         if self.spec.lowercase:
             text = text.lower()
@@ -173,6 +183,7 @@ def forget_cached_terms() -> None:
     """Empty every analyzer's cache of question terms (see :meth:`Analyzer.tokens`)."""
     for analyzer in list(_ANALYZERS):
         analyzer._cached_tokens.cache_clear()
+        analyzer._cached_raw.cache_clear()
 
 
 def _jieba_cut(text: str) -> list[str]:

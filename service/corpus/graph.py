@@ -115,6 +115,10 @@ class CorpusGraph:
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._info
 
+    def ids(self) -> list[str]:
+        """Every document id of the corpus."""
+        return list(self._info)
+
     def info(self, doc_id: str) -> ArticleInfo | None:
         """The article facts of ``doc_id``, or ``None`` for an unknown id."""
         return self._info.get(doc_id)

@@ -39,6 +39,15 @@ def test_repair_latin_typos_to_the_frequent_close_term(vocab: Vocabulary) -> Non
     assert vocab.repair("xyzxyz") is None and vocab.repair("ab") is None
 
 
+def test_repair_does_not_depend_on_the_process_hash_seed() -> None:
+    # 209 equally frequent words share five trigrams with the typo, more than repair looks at (200);
+    # nine are one edit away. The ties must be broken by the words themselves (the answer is the
+    # first of the nine), not by insertion or set iteration order, which changes with PYTHONHASHSEED.
+    fillers = {f"abcdxy{a}{b}": 5 for a in "rstuvwxy" for b in "abcdefghijklmnopqrstuvwxyz"}
+    vocab = Vocabulary({**fillers, "abcdxyq": 5}, documents=1000)
+    assert vocab.repair("abcdxyz") == "abcdxyq"
+
+
 def test_repair_chinese_keeps_the_longest_known_part(vocab: Vocabulary) -> None:
     assert vocab.repair("劳动合同法规") == "劳动合同"
     assert vocab.repair("老板") is None
