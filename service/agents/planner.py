@@ -1,6 +1,6 @@
 """The planner: which agents run in the next round, and when to stop.
 
-Rules shared by every planner (:func:`candidates`, :func:`must_stop`):
+Rules shared by every planner (:func:`open_agents`, built on :func:`candidates` and :func:`must_stop`):
 
 - each agent runs at most once per question; ``terminology``, ``decompose``, ``repair`` (and
   ``hyde``) work from the question and go first, ``conditions`` and ``supportive`` work from the
@@ -61,6 +61,18 @@ def candidates(view: PlanView) -> tuple[list[str], list[str]]:
     used = {a for rnd in view.used for a in rnd}
     left = [a for a in view.allowed if a not in used]
     return [a for a in left if a in QUESTION_AGENTS], [a for a in left if a in POOL_AGENTS]
+
+
+def open_agents(view: PlanView) -> tuple[PlanDecision | None, list[str], list[str]]:
+    """The hard rules every planner applies first: a stop decision when the search must stop or no
+    agent is left (else ``None``), and the agents still open as (question-side, pool-side)."""
+    stop = must_stop(view)
+    if stop:
+        return PlanDecision(None, reason=stop), [], []
+    question_side, pool_side = candidates(view)
+    if not question_side and not pool_side:
+        return PlanDecision(None, reason="every allowed agent has run"), [], []
+    return None, question_side, pool_side
 
 
 def policy_vector(features: Mapping[str, float], view: PlanView) -> np.ndarray:
@@ -151,12 +163,9 @@ class OfflinePlanner:
         self.policy = policy
 
     def plan(self, view: PlanView, budget: CallBudget | None = None) -> PlanDecision:
-        stop = must_stop(view)
-        if stop:
-            return PlanDecision(None, reason=stop)
-        question_side, pool_side = candidates(view)
-        if not question_side and not pool_side:
-            return PlanDecision(None, reason="every allowed agent has run")
+        stopped, question_side, pool_side = open_agents(view)
+        if stopped is not None:
+            return stopped
         if self.policy is None:
             return self._rules(view, question_side, pool_side)
         x = policy_vector(view.features, view)
@@ -210,13 +219,10 @@ class LlmPlanner:
         self.offline = offline
 
     def plan(self, view: PlanView, budget: CallBudget | None = None) -> PlanDecision:
-        stop = must_stop(view)
-        if stop:
-            return PlanDecision(None, reason=stop)
-        question_side, pool_side = candidates(view)
+        stopped, question_side, pool_side = open_agents(view)
+        if stopped is not None:
+            return stopped
         allowed = [*question_side, *(pool_side if view.round >= 1 else [])] or [*pool_side]
-        if not allowed:
-            return PlanDecision(None, reason="every allowed agent has run")
 
         def check(value: dict[str, Any]) -> None:
             unknown = [a for a in value["agents"] if a not in allowed]

@@ -292,7 +292,7 @@ def _law_counter(settings: Settings) -> LawCounter | None:
         return None
     from service.routing.laws import ClassifierLawCounter
 
-    return ClassifierLawCounter(settings.index.model_dir)
+    return ClassifierLawCounter(settings.index.model_dir, compile_trees=settings.agents.compiled_trees)
 
 
 register_pipeline("routed", RoutedPipeline.from_runtime)

@@ -71,10 +71,15 @@ def ordered(hits: Sequence[Hit], scores: Sequence[float], label: str, k: int) ->
 def in_order(hits: Sequence[Hit], ids: Sequence[str], label: str, k: int) -> list[Hit]:
     """Hits in the order of ``ids`` (ids not among the hits are ignored; hits not named follow in
     their input order), cut to ``k``; the score is a descending rank score."""
-    by_id = {h.doc_id: h for h in hits}
-    sequence = list(dict.fromkeys([i for i in ids if i in by_id] + [h.doc_id for h in hits]))
+    sequence = _in_id_order(hits, ids)
     n = len(sequence)
-    return ordered([by_id[i] for i in sequence], [float(n - r) for r in range(n)], label, k)
+    return ordered(sequence, [float(n - r) for r in range(n)], label, k)
+
+
+def _in_id_order(hits: Sequence[Hit], ids: Sequence[str]) -> list[Hit]:
+    """``hits`` in the order of ``ids``, then the hits not named, in input order (each hit once)."""
+    by_id = {h.doc_id: h for h in hits}
+    return [by_id[i] for i in dict.fromkeys([i for i in ids if i in by_id] + [h.doc_id for h in hits])]
 
 
 class PoolOrderReranker:
@@ -89,9 +94,8 @@ class PoolOrderReranker:
 
     def rerank(self, query: Query, hits: Sequence[Hit], *, k: int, context: RerankContext | None = None) -> list[Hit]:
         ids = context.fallback if context is not None and context.fallback else [h.doc_id for h in hits]
-        by_id = {h.doc_id: h for h in hits}
-        sequence = list(dict.fromkeys([i for i in ids if i in by_id] + [h.doc_id for h in hits]))
-        scores = [by_id[d].score for d in sequence]
+        sequence = _in_id_order(hits, ids)
+        scores = [h.score for h in sequence]
         if all(a >= b for a, b in itertools.pairwise(scores)):
-            return ordered([by_id[d] for d in sequence], scores, self.name, k)
+            return ordered(sequence, scores, self.name, k)
         return in_order(hits, ids, self.name, k)

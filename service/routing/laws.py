@@ -49,8 +49,9 @@ class ClassifierLawCounter:
         count("公司辞退我不给补偿，还拖欠工资怎么办？", "zh", None)   # e.g. 2
     """
 
-    def __init__(self, model_dir: str) -> None:
+    def __init__(self, model_dir: str, *, compile_trees: bool = True) -> None:
         self.model_dir = model_dir
+        self.compile_trees = compile_trees  # as the agentic pipelines load them, so the folder is loaded once
 
     def __call__(self, question: str, lang: str, vector: np.ndarray | None) -> int | None:
         """The count for one question.
@@ -60,7 +61,7 @@ class ClassifierLawCounter:
         """
         from service.models import load_models
 
-        models = load_models(self.model_dir)  # cached (and locked) per process by service.models
+        models = load_models(self.model_dir, compile_trees=self.compile_trees)  # cached per process
         classifier = models.law_classifier if models is not None else None
         if classifier is None:
             return None

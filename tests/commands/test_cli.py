@@ -34,19 +34,6 @@ def indexed(env) -> str:
     mp.undo()
 
 
-@pytest.fixture
-def cli(env, monkeypatch, capsys):
-    for key, value in env.items():
-        if key.startswith("LEXSEARCH_"):
-            monkeypatch.setenv(key, value)
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        code = main(list(argv))
-        out = capsys.readouterr()
-        return code, out.out, out.err
-    return run
-
-
 def test_search_prints_citations_with_highlighted_snippets(cli, indexed) -> None:
     code, out, _ = cli("search", "Testament unter Drohung errichtet", "--index", indexed, "--top", "3")
     assert code == 0

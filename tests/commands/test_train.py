@@ -20,19 +20,6 @@ def env(tmp_path_factory, embedding_cache_dir) -> dict[str, str]:
             "LEXSEARCH_PROGRESS": "0", "root": str(root)}
 
 
-@pytest.fixture
-def cli(env, monkeypatch, capsys):
-    for key, value in env.items():
-        if key.startswith("LEXSEARCH_"):
-            monkeypatch.setenv(key, value)
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        code = main(list(argv))
-        out = capsys.readouterr()
-        return code, out.out, out.err
-    return run
-
-
 @pytest.fixture(scope="module")
 def model_dir(env) -> str:
     out = str(Path(env["root"]) / "model")
