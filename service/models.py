@@ -245,3 +245,13 @@ def load_models(model_dir: str | Path | None, *, compile_trees: bool = True) -> 
         models = read_models(folder, compile_trees=compile_trees)
         _CACHE[key] = (mtime, models)
         return models
+
+
+def forget_recent_predictions() -> None:
+    """Drop the law classifiers' recent predictions in every loaded model folder (see
+    :meth:`LawClassifier.forget_recent`)."""
+    with _CACHE_LOCK:
+        loaded = [models for _, models in _CACHE.values()]
+    for models in loaded:
+        if models.law_classifier is not None:
+            models.law_classifier.forget_recent()

@@ -13,7 +13,7 @@ from service.agents.prefilter import LawClassifier
 from service.agents.rewriters.terminology import QueryAdapter, TermMapping
 from service.agents.vocabulary import Vocabulary
 from service.errors import ConfigError
-from service.models import TrainedModels, load_models, read_models
+from service.models import TrainedModels, forget_recent_predictions, load_models, read_models
 from service.rerank.priors import ArticlePrior, QuestionMemory
 
 pytestmark = pytest.mark.unit
@@ -66,6 +66,15 @@ def test_load_models_is_cached_and_reloads_on_change(tmp_path: Path) -> None:
 
     os.utime(manifest, (1, 1))
     assert load_models(tmp_path / "m") is not first
+
+
+def test_loaded_law_classifiers_forget_their_recent_predictions(tmp_path: Path) -> None:
+    _models().save(tmp_path / "m")
+    classifier = load_models(tmp_path / "m").law_classifier
+    first = classifier.section_probabilities(["miete"])
+    assert classifier.section_probabilities(["miete"]) is first
+    forget_recent_predictions()
+    assert classifier.section_probabilities(["miete"]) is not first
 
 
 def test_clear_errors_for_missing_or_broken_folders(tmp_path: Path) -> None:

@@ -69,6 +69,9 @@ class LawClassifier:
         self._law_names = list(dict.fromkeys(self.laws))
         law_index = {law: i for i, law in enumerate(self._law_names)}
         self._law_of_row = np.array([law_index[law] for law in self.laws], dtype=np.int64)
+        # Term-major and vector-part copies, so one question's scores read contiguous memory.
+        self._term_coef = np.ascontiguousarray(self.coef[:, : space.dim].T)
+        self._vector_coef = np.ascontiguousarray(self.coef[:, space.dim:])
         self._recent: OrderedDict[tuple[tuple[str, ...], bytes], np.ndarray] = OrderedDict()
         self._recent_lock = threading.Lock()
 
@@ -105,6 +108,11 @@ class LawClassifier:
         return cls(space, model.coef_.astype(np.float32), model.intercept_.astype(np.float32), sections,
                    [law_of[s] for s in sections])
 
+    def forget_recent(self) -> None:
+        """Drop the recent predictions (benchmarks and calibration time each search from cold caches)."""
+        with self._recent_lock:
+            self._recent.clear()
+
     def section_probabilities(self, tokens: Sequence[str], vector: np.ndarray | None = None) -> np.ndarray:
         """Probabilities over :attr:`sections` (softmax of the linear scores); treat the array as read-only."""
         key = (tuple(tokens), b"" if vector is None else np.ascontiguousarray(vector, dtype=np.float32).tobytes())
@@ -113,8 +121,7 @@ class LawClassifier:
             if cached is not None:
                 self._recent.move_to_end(key)
                 return cached
-        x = _features(self.space, [tokens], None if vector is None else vector[None, :], self.vector_dim)
-        scores = np.asarray(x @ self.coef.T).ravel() + self.intercept
+        scores = self._linear_scores(tokens, vector)
         scores -= scores.max()
         probs = np.exp(scores)
         probs /= probs.sum()
@@ -124,6 +131,14 @@ class LawClassifier:
             while len(self._recent) > RECENT_PREDICTIONS:
                 self._recent.popitem(last=False)
         return probs
+
+    def _linear_scores(self, tokens: Sequence[str], vector: np.ndarray | None) -> np.ndarray:
+        """``coef @ features + intercept`` for one question, reading only the columns it uses."""
+        cols, vals = self.space.row(tokens)
+        scores = vals @ self._term_coef[cols] if len(cols) else np.zeros(len(self.sections), dtype=np.float32)
+        if self.vector_dim and vector is not None:
+            scores = scores + self._vector_coef @ (np.asarray(vector, dtype=np.float32) * np.float32(VECTOR_WEIGHT))
+        return scores + self.intercept
 
     def law_probabilities(self, tokens: Sequence[str], vector: np.ndarray | None = None) -> list[tuple[str, float]]:
         """Laws with probabilities, most likely first (only laws seen in training)."""

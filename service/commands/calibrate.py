@@ -1,11 +1,12 @@
 """``lexsearch calibrate``: fit routing thresholds, gamma and the score-cliff cut on a training split.
 
-For every query of the split it runs the routed pipeline's probe once, records both complexity
-parts, then runs every tier's strategy on the same probe and records Recall@10, latency and the
-ranking. Grid searches (``service.routing.tuning``) then pick the thresholds and gamma (the best
-Recall@10 within a recall floor and a latency budget, both relative to always running the top
-tier) and the cut parameters (the best set F1). The result is written into the index's metadata
-(entry ``routing``), next to the label-free QSI calibration (entry ``qsi``, made first when missing).
+For every query of the split it runs the routed pipeline's probe and records both complexity
+parts, then runs a served search with each tier forced and records its Recall@10, latency and
+ranking (:func:`collect_fit_data` says how the latencies are made comparable). Grid searches
+(``service.routing.tuning``) then pick the thresholds and gamma (the best Recall@10 within a
+recall floor and a latency budget, both relative to always running the top tier) and the cut
+parameters (the best set F1). The result is written into the index's metadata (entry
+``routing``), next to the label-free QSI calibration (entry ``qsi``, made first when missing).
 
 It refuses evaluation splits (dev, test, ...): calibration must never see them. It also refuses
 a model folder trained on the very queries it calibrates on (they would be scored in-sample).
@@ -110,16 +111,30 @@ def check_models_not_trained_on(model_dir: str, dataset: Dataset, split: str) ->
 
 def collect_fit_data(pipe: Any, queries: Sequence[Query], qrels: dict[str, set[str]], *, index: str,
                      progress: bool = False) -> FitData:
-    """Run the probe once and every tier's strategy on it, for each query (see the module docstring).
+    """Measure, for each query, both complexity parts and every tier's Recall@10, ranking and latency.
 
-    ``pipe`` is the :class:`~service.pipelines.routed.RoutedPipeline`. Strategies with the same
-    pipeline and options run once per query and share their result. The query caches are emptied
-    before the probe and before each strategy, so every timing is that of a search of its own.
+    ``pipe`` is the :class:`~service.pipelines.routed.RoutedPipeline`. Each tier's strategy runs as a
+    served search with that tier forced (probe, strategy and cut; tiers with the same pipeline and
+    options run once and share the result), from cold query caches, so no tier reuses what another
+    one embedded or predicted. The tiers run in an order that rotates from query to query, as in
+    the benchmarks: a search leaves the operating system's and the CPU's caches warm for the next
+    search of the same question, and a fixed order would hand that advantage to the same tier every
+    time. A tier's latency is its forced search plus the complexity estimate, timed once per query
+    after a probe of its own (a served search estimates between its probe and its strategy). The
+    reference, "always the top tier", is the top tier's forced search: no complexity estimate.
     """
     from service.pipelines.routed import RoutedOptions
     from service.tracing import Stopwatch
 
     tiers = len(pipe.router.strategies)
+    # The first tier of each distinct strategy runs; the others share its result.
+    runs_as: dict[int, int] = {}
+    first_of: dict[str, int] = {}
+    for tier in range(tiers):
+        strategy = pipe.router.strategy(tier)
+        key = json.dumps([strategy.pipeline, strategy.options], sort_keys=True)
+        runs_as[tier] = first_of.setdefault(key, tier)
+    distinct = sorted(set(runs_as.values()))
     c_int, c_con = [], []
     recall = [[] for _ in range(tiers)]
     latency = [[] for _ in range(tiers)]
@@ -128,41 +143,40 @@ def collect_fit_data(pipe: Any, queries: Sequence[Query], qrels: dict[str, set[s
     relevant = []
     params = pipe.params(index)
     max_chars = pipe.settings.retrieval.max_query_chars
-    if queries:  # warm-up, untimed: the first call of a strategy loads models and builds per-index resources
-        warm = SearchRequest(query=queries[0].text[:max_chars], index=index, k=max(10, params.cut_depth),
-                             lang=queries[0].lang)
-        warm_probe = pipe.probe(warm, params, Stopwatch())
-        for tier in range(tiers):
-            pipe.run_strategy(tier, warm, warm_probe, params)
-    for query in tqdm(queries, desc="calibrate", unit="q", disable=not progress, leave=False):
-        request = SearchRequest(query=query.text[:max_chars], index=index, k=max(10, params.cut_depth),
-                                lang=query.lang, qid=query.qid)
-        pipe.runtime.forget_query_caches()  # a search pays for its own embeddings, as in production
-        start = time.perf_counter()
+
+    def request_for(query: Query, qid: str = "") -> SearchRequest:
+        return SearchRequest(query=query.text[:max_chars], index=index, k=max(10, params.cut_depth),
+                             lang=query.lang, qid=qid)
+
+    def forced(request: SearchRequest, tier: int) -> tuple[list[tuple[str, float]], float]:
+        pipe.runtime.forget_query_caches()
+        begin = time.perf_counter()
+        response = pipe.run(replace(request, options={"tier": tier}))
+        ms = (time.perf_counter() - begin) * 1000.0
+        return [(h.doc_id, h.score) for h in response.hits], ms
+
+    if queries:  # warm-up, untimed: the first search of a tier loads models and builds per-index resources
+        for tier in distinct:
+            forced(request_for(queries[0]), tier)
+    for i, query in enumerate(tqdm(queries, desc="calibrate", unit="q", disable=not progress, leave=False)):
+        request = request_for(query, query.qid)
+        pipe.runtime.forget_query_caches()
         probe = pipe.probe(request, params, Stopwatch())
-        probed = time.perf_counter()
+        begin = time.perf_counter()
         report = pipe.assess(request, probe, params, RoutedOptions())
-        probe_ms = (probed - start) * 1000.0
-        common_ms = (time.perf_counter() - start) * 1000.0
+        assess_ms = (time.perf_counter() - begin) * 1000.0
         rel = qrels.get(query.qid, set())
         relevant.append(rel)
         c_int.append(report.c_intrinsic)
         c_con.append(report.c_consistency)
-        done: dict[str, tuple[list[tuple[str, float]], float]] = {}
+        shift = i % len(distinct)
+        done = {tier: forced(request, tier) for tier in distinct[shift:] + distinct[:shift]}
         for tier in range(tiers):
-            strategy = pipe.router.strategy(tier)
-            key = json.dumps([strategy.pipeline, strategy.options], sort_keys=True)
-            if key not in done:
-                # One search runs one tier: no tier may reuse the rewrites another one embedded.
-                pipe.runtime.forget_query_caches()
-                begin = time.perf_counter()
-                outcome = pipe.run_strategy(tier, request, probe, params)
-                done[key] = ([(h.doc_id, h.score) for h in outcome.hits], (time.perf_counter() - begin) * 1000.0)
-            ranking, ms = done[key]
+            ranking, ms = done[runs_as[tier]]
             rankings[tier].append(ranking)
             recall[tier].append(metrics.recall_at([d for d, _ in ranking], rel, 10))
-            latency[tier].append(common_ms + ms)
-        reference.append(probe_ms + done[key][1])  # the last tier's strategy, run without routing
+            latency[tier].append(ms + assess_ms)
+        reference.append(done[runs_as[tiers - 1]][1])
     return FitData(c_intrinsic=np.asarray(c_int, dtype=np.float64), c_consistency=np.asarray(c_con, dtype=np.float64),
                    recall=np.asarray(recall, dtype=np.float64), latency_ms=np.asarray(latency, dtype=np.float64),
                    rankings=rankings, relevant=relevant, reference_latency_ms=np.asarray(reference, dtype=np.float64))

@@ -119,12 +119,14 @@ class Runtime:
             return self._embedder
 
     def forget_query_caches(self) -> None:
-        """Forget cached query vectors and question terms, so the next search pays for its own
-        (benchmarks and calibration time each pipeline from cold query caches)."""
+        """Forget cached query vectors, question terms and law predictions, so the next search pays
+        for its own (benchmarks and calibration time each pipeline from cold query caches)."""
         from service.analysis.chain import forget_cached_terms
+        from service.models import forget_recent_predictions
 
         self.embedder.clear_query_cache()
         forget_cached_terms()
+        forget_recent_predictions()
 
     def pipeline(self, name: str) -> Pipeline:
         """The pipeline called ``name``.

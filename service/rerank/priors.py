@@ -112,6 +112,7 @@ class QuestionMemory:
         self.term_rows = term_rows.tocsr()
         self.vectors = None if vectors is None else np.asarray(vectors, dtype=np.float32)
         self.golds = [list(g) for g in golds]
+        self._by_term: Any = None
 
     @classmethod
     def fit(cls, tokens: Sequence[Sequence[str]], vectors: np.ndarray | None,
@@ -124,9 +125,22 @@ class QuestionMemory:
 
     def similarities(self, tokens: Sequence[str], vector: np.ndarray | None) -> np.ndarray:
         """Similarity of the question to every training question (mixed cosines)."""
-        sims = np.asarray((self.term_rows @ self.space.transform([tokens]).T).todense()).ravel()
+        sims = self._term_similarities(tokens)
         if self.vectors is not None and vector is not None:
             sims = (1 - EMBEDDING_SHARE) * sims + EMBEDDING_SHARE * (self.vectors @ vector.astype(np.float32))
+        return sims
+
+    def _term_similarities(self, tokens: Sequence[str]) -> np.ndarray:
+        """Cosines of the question's tf-idf row with every training question's, read column by
+        column from the term-major copy of the rows (built on first use)."""
+        if self._by_term is None:
+            self._by_term = self.term_rows.T.tocsr()
+        by_term = self._by_term
+        sims = np.zeros(self.term_rows.shape[0], dtype=np.float32)
+        cols, vals = self.space.row(tokens)
+        for col, val in zip(cols.tolist(), vals, strict=True):
+            lo, hi = by_term.indptr[col], by_term.indptr[col + 1]
+            sims[by_term.indices[lo:hi]] += by_term.data[lo:hi] * val
         return sims
 
     def votes(self, tokens: Sequence[str], vector: np.ndarray | None, *, neighbours: int = NEIGHBOURS,

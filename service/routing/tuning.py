@@ -8,8 +8,11 @@ Routing objective, with the reference "always run the last tier's strategy, with
 
 1. among the configurations ``(gamma, t1 <= t2 <= t3)`` of the grid that keep at least ``recall_target``
    of ``R*`` (on a bootstrap lower confidence bound, see :func:`search_routing`) with a mean latency
-   <= ``latency_budget`` x ``L*`` (on a bootstrap upper confidence bound), the highest Recall@10
-   (ties: lower latency);
+   <= ``latency_budget`` x ``L*`` (on a bootstrap upper confidence bound), the fastest one whose
+   Recall@10 is within one standard error of the highest (the one-standard-error rule of model
+   selection; the error is that of the per-query recall difference). Recall differences smaller
+   than that are noise of the calibration queries, and buying them with latency would put the
+   choice on the edge of the budget;
 2. if none meets both, the fastest one that keeps the recall floor (the budget cannot be met: the
    shared probe alone may already cost more than the budget);
 3. if none keeps the floor, the highest Recall@10.
@@ -149,7 +152,8 @@ def assign_tiers(scores: np.ndarray, thresholds: Sequence[float]) -> np.ndarray:
 
 def search_routing(data: FitData, *, recall_target: float = 0.95, latency_budget: float = 0.5,
                    confidence: float | None = 0.9, resamples: int = 200, seed: int = 0,
-                   gammas: Sequence[float] = DEFAULT_GAMMAS, grid: Sequence[float] = DEFAULT_GRID) -> RoutingChoice:
+                   gammas: Sequence[float] = DEFAULT_GAMMAS, grid: Sequence[float] = DEFAULT_GRID,
+                   one_standard_error: bool = True) -> RoutingChoice:
     """The routing configuration chosen by the objective in the module docstring.
 
     The recall floor is checked on a lower confidence bound, not on the fit mean: the share of the
@@ -158,6 +162,8 @@ def search_routing(data: FitData, *, recall_target: float = 0.95, latency_budget
     The latency budget is checked the same way, on the ``confidence`` quantile of the latency share.
     Picking the configuration that just touches a bound on the fit queries would otherwise miss
     it on new ones (the winner's curse of a grid search). ``confidence=None`` uses the fit means.
+    ``one_standard_error=False`` takes the highest Recall@10 among the settings that meet both
+    bounds instead of the fastest one within a standard error of it.
 
     Raises:
         ValueError: for an empty fit set, or a target, budget or confidence outside (0, 1].
@@ -185,7 +191,8 @@ def search_routing(data: FitData, *, recall_target: float = 0.95, latency_budget
     kept_share = _bootstrap_share(per_query, data.recall[-1], confidence, resamples, seed, lower=True)
     latency_share = _bootstrap_share(per_query_latency, reference_latency_ms, confidence, resamples, seed, lower=False)
     latency = per_query_latency.mean(axis=1)
-    choices: list[tuple[RoutingChoice, float]] = []
+    # (choice, distance to the defaults, row in per_query)
+    choices: list[tuple[RoutingChoice, float, int]] = []
     for i, (gamma, padded, tier) in enumerate(configs):
         choice = RoutingChoice(gamma, padded, float(recall[i]), float(latency[i]),
                                tuple(float(np.mean(tier == t)) for t in range(tiers)), reference_recall,
@@ -193,21 +200,37 @@ def search_routing(data: FitData, *, recall_target: float = 0.95, latency_budget
                                latency_upper=float(latency_share[i]))
         distance = abs(gamma - _DEFAULTS.gamma) + sum(abs(a - b) for a, b in
                                                       zip(padded, _DEFAULTS.thresholds, strict=True))
-        choices.append((choice, distance))
+        choices.append((choice, distance, i))
+
+    def best_recall(c: tuple[RoutingChoice, float, int]) -> tuple[float, float, float]:
+        return -round(c[0].recall, 9), round(c[0].latency_ms, 6), c[1]
+
+    def fastest(c: tuple[RoutingChoice, float, int]) -> tuple[float, float, float]:
+        return round(c[0].latency_ms, 6), -round(c[0].recall, 9), c[1]
+
     floor = recall_target - 1e-9
-    both = [(c, d) for c, d in choices if c.recall_lower >= floor and c.latency_upper <= latency_budget + 1e-9]
+    both = [c for c in choices if c[0].recall_lower >= floor and c[0].latency_upper <= latency_budget + 1e-9]
+    kept = [c for c in choices if c[0].recall_lower >= floor]
     if both:
-        best, _ = min(both, key=lambda cd: (-round(cd[0].recall, 9), round(cd[0].latency_ms, 6), cd[1]))
-        rule = "both"
+        top = min(both, key=best_recall)
+        if one_standard_error:
+            close = _within_one_standard_error(per_query, [c[2] for c in both], top[2])
+            top = min((c for c, ok in zip(both, close, strict=True) if ok), key=fastest)
+        best, rule = top[0], "both"
+    elif kept:
+        best, rule = min(kept, key=fastest)[0], "recall-floor"
     else:
-        kept = [(c, d) for c, d in choices if c.recall_lower >= floor]
-        if kept:
-            best, _ = min(kept, key=lambda cd: (round(cd[0].latency_ms, 6), -round(cd[0].recall, 9), cd[1]))
-            rule = "recall-floor"
-        else:
-            best, _ = min(choices, key=lambda cd: (-round(cd[0].recall, 9), round(cd[0].latency_ms, 6), cd[1]))
-            rule = "best-recall"
+        best, rule = min(choices, key=best_recall)[0], "best-recall"
     return replace(best, rule=rule, confidence=confidence)
+
+
+def _within_one_standard_error(per_query: np.ndarray, rows: Sequence[int], best: int) -> np.ndarray:
+    """For each configuration in ``rows``: whether its mean per-query recall is at most one standard
+    error of the paired difference below that of configuration ``best``."""
+    diff = per_query[list(rows)].astype(np.float64) - per_query[best].astype(np.float64)
+    n = diff.shape[1]
+    se = diff.std(axis=1, ddof=1) / math.sqrt(n) if n > 1 else np.zeros(len(rows))
+    return diff.mean(axis=1) >= -se - 1e-12
 
 
 def _bootstrap_share(per_query: np.ndarray, reference: np.ndarray, confidence: float | None,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from service.agents.llm import CallBudget, LlmClient
-from service.agents.prefilter import LawClassifier, LawPrediction, LlmLawPredictor, prefilter_laws
+from service.agents.prefilter import LawClassifier, LawPrediction, LlmLawPredictor, _features, prefilter_laws
 from service.config import LlmSettings
 from tests.support.openai_server import OpenAITestServer, Reply
 
@@ -39,6 +39,27 @@ def test_classifier_sums_sections_per_law_and_uses_vectors() -> None:
     assert single.law_probabilities(["x"]) == [("A", pytest.approx(1.0))]
     with pytest.raises(ValueError):
         LawClassifier.fit(TOKENS[:2], None, [[], []], {})
+
+
+def test_one_question_scores_as_the_sparse_feature_matrix_does() -> None:
+    labels = [["OR#0"], ["OR#1"], ["ZGB#10"], ["ZGB#10"], ["StGB#2"], ["OR#0"], ["ZGB#10"]] * 3
+    vectors = np.random.default_rng(1).standard_normal((len(TOKENS), 4)).astype(np.float32)
+    clf = LawClassifier.fit(TOKENS, vectors, labels, {s: s.split("#")[0] for labs in labels for s in labs})
+    for tokens, vector in ((["erbe", "testament", "erbe"], vectors[2]), (["miete"], None), ([], vectors[0]),
+                           (["unbekannt"], None)):
+        x = _features(clf.space, [tokens], None if vector is None else vector[None, :], clf.vector_dim)
+        expected = np.asarray(x @ clf.coef.T).ravel() + clf.intercept
+        np.testing.assert_allclose(clf._linear_scores(tokens, vector), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_recent_predictions_are_reused_until_forgotten() -> None:
+    clf = LawClassifier.fit(TOKENS, None, SECTIONS, {s: "BGB" for labs in SECTIONS for s in labs})
+    first = clf.section_probabilities(["testament", "erbe"])
+    assert clf.section_probabilities(["testament", "erbe"]) is first  # served from the recent predictions
+    clf.forget_recent()
+    again = clf.section_probabilities(["testament", "erbe"])
+    assert again is not first
+    np.testing.assert_array_equal(again, first)
 
 
 def test_prefilter_takes_laws_up_to_the_mass_and_widens_when_unsure() -> None:

@@ -38,6 +38,14 @@ def test_memory_votes_for_the_gold_of_similar_questions() -> None:
     assert set(list(terms_only)[:2]) == {"535", "551"}
 
 
+def test_memory_term_similarities_are_the_sparse_cosines() -> None:
+    memory = QuestionMemory.fit(TOKENS, None, GOLDS)
+    for tokens in (["miete", "kaution", "miete"], ["testament"], [], ["unbekannt"]):
+        expected = (memory.term_rows @ memory.space.transform([tokens]).T).toarray().ravel()
+        np.testing.assert_allclose(memory.similarities(tokens, None), expected, rtol=1e-6, atol=1e-7)
+    assert memory.similarities(["erbe", "testament"], None)[2] == pytest.approx(1.0)
+
+
 def test_memory_round_trips_through_arrays() -> None:
     vectors = np.eye(4, 8, dtype=np.float32)
     memory = QuestionMemory.fit(TOKENS, vectors, GOLDS)

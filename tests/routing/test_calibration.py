@@ -156,6 +156,33 @@ def test_search_routing_keeps_the_recall_floor_when_the_budget_is_too_tight() ->
     assert no_floor.rule == "best-recall" and no_floor.recall == 0.5
 
 
+def test_recall_gains_within_one_standard_error_do_not_buy_latency() -> None:
+    # 50 queries; tier 1 costs 10x. On the three hard ones it gains +1 and +0.5 and loses -1, so the
+    # best setting (the hard ones in tier 1) is 0.01 of mean recall above all-in-tier-0: well within
+    # one standard error of the per-query difference (0.03). That gain is noise; it buys no latency.
+    n = 50
+    complexity = np.linspace(0.0, 0.49, n)
+    complexity[:3] = [0.9, 0.8, 0.85]
+    recall = np.ones((2, n))
+    recall[0, 0], recall[0, 1], recall[1, 2] = 0.0, 0.5, 0.0
+    latency = np.vstack([np.full(n, 10.0), np.full(n, 100.0)])
+    grid = (0.0, 0.5, 1.0)
+    greedy = search_routing(FitData(complexity, complexity, recall, latency), latency_budget=0.5, confidence=None,
+                            gammas=(0.5,), grid=grid, one_standard_error=False)
+    assert greedy.thresholds[0] == 0.5 and greedy.tier_shares == (0.94, 0.06)
+    assert greedy.recall == pytest.approx(0.98)
+    frugal = search_routing(FitData(complexity, complexity, recall, latency), latency_budget=0.5, confidence=None,
+                            gammas=(0.5,), grid=grid)
+    assert frugal.tier_shares == (1.0, 0.0) and frugal.recall == pytest.approx(0.97)
+    assert frugal.latency_ms == 10.0 and frugal.rule == "both"
+    # a gain larger than the noise is still bought: tier 1 also wins on seven more hard queries
+    recall[0, 3:10] = 0.0
+    complexity[3:10] = 0.95
+    clear = search_routing(FitData(complexity, complexity, recall, latency), latency_budget=0.5, confidence=None,
+                           gammas=(0.5,), grid=grid)
+    assert clear.thresholds[0] == 0.5 and clear.tier_shares == (0.8, 0.2)
+
+
 def test_search_routing_rejects_bad_input() -> None:
     with pytest.raises(ValueError):
         search_routing(_fit_data(), latency_budget=0.0)
