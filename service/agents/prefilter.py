@@ -179,6 +179,7 @@ class LawPrediction:
     mode: str = "offline"
     fallback: str = ""
     llm: dict[str, Any] | None = None
+
     def probability(self, law: str) -> float:
         for name, p in self.laws:
             if name == law:

@@ -37,8 +37,6 @@ class RequestInvalid(InvalidInput):
         self.path = path
 
 
-
-
 @cache
 def _pattern(regex: str) -> re.Pattern[str]:
     return re.compile(regex)

@@ -3,10 +3,11 @@
 For every query of the split it runs the routed pipeline's probe and records both complexity
 parts, then runs a served search with each tier forced and records its Recall@10, latency and
 ranking (:func:`collect_fit_data` says how the latencies are made comparable). Grid searches
-(``service.routing.tuning``) then pick the thresholds and gamma (the best Recall@10 within a
-recall floor and a latency budget, both relative to always running the top tier) and the cut
-parameters (the best set F1). The result is written into the index's metadata (entry
-``routing``), next to the label-free QSI calibration (entry ``qsi``, made first when missing).
+(``service.routing.tuning``) then pick the thresholds and gamma (within a recall floor and a
+latency budget, both relative to always running the top tier, the fastest setting whose Recall@10
+is within one standard error of the best) and the cut parameters (the best set F1). The result
+is written into the index's metadata (entry ``routing``), next to the label-free QSI calibration
+(entry ``qsi``, made first when missing).
 
 It refuses evaluation splits (dev, test, ...): calibration must never see them. It also refuses
 a model folder trained on the very queries it calibrates on (they would be scored in-sample).
@@ -134,7 +135,7 @@ def collect_fit_data(pipe: Any, queries: Sequence[Query], qrels: dict[str, set[s
         strategy = pipe.router.strategy(tier)
         key = json.dumps([strategy.pipeline, strategy.options], sort_keys=True)
         runs_as[tier] = first_of.setdefault(key, tier)
-    distinct = sorted(set(runs_as.values()))
+    distinct = list(first_of.values())  # ascending: each is the first tier of its strategy
     c_int, c_con = [], []
     recall = [[] for _ in range(tiers)]
     latency = [[] for _ in range(tiers)]
