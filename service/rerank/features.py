@@ -10,7 +10,13 @@ One row per candidate. The columns (:data:`FEATURE_NAMES`) come from:
 - citation links to the best pool members and neighbourhood in the law (:class:`CorpusGraph`);
 - priors learned on training questions: predicted-law and section probability, the article's gold
   frequency, and the votes of similar training questions;
-- the article itself: relative position in its law, number, law size, length.
+- the article itself: relative position in its law, number, law size, length;
+- the issues of a multi-issue question (:mod:`service.pipelines.issue_pool`): per candidate, the
+  best evidence of any one issue: its rank in the issue's hybrid, memory and prefiltered lists, the
+  issue's law, section and memory priors, and the share of issues that found it. A question with
+  one issue gets the whole question's values, so single- and multi-issue pools share one scale;
+- co-citation (:mod:`service.rerank.cocitation`): how strongly the best candidates' training
+  companions call for the candidate (summed and strongest weight).
 
 Missing signals get fixed values outside the observed range (documented per column), so the
 trees can tell "not found" from "found low".
@@ -38,6 +44,11 @@ from service.rerank.light import zscore
 from service.rerank.priors import ArticlePrior, MemoryVote
 
 AGENT_COLUMNS: tuple[str, ...] = ("terminology", "conditions", "decompose", "supportive", "repair", "hyde")
+ISSUE_COLUMNS: tuple[str, ...] = (
+    "issue_count", "issue_rank_log", "issue_cover", "issue_law_logp", "issue_section_logp", "issue_memory_vote",
+    "issue_memory_rank_log", "issue_prefilter_rank_log",
+)
+"""The best evidence any one issue of the question has for a candidate (see :class:`IssueContext`)."""
 FEATURE_NAMES: tuple[str, ...] = (
     "bm25", "bm25_z", "bm25_rank_log", "knn", "knn_z", "knn_rank_log", "hybrid_rank_log", "rrf",
     "prefilter_rank_log", "memory_vote", "memory_best", "memory_rank_log", "prior_log", "prior_law_share",
@@ -47,6 +58,7 @@ FEATURE_NAMES: tuple[str, ...] = (
     "cites_top", "cited_by_top", "neighbour_of_top", "same_law_top10",
     "article_position", "article_number_log", "law_size_log", "doc_length_log",
     "query_terms", "law_top_p", "memory_top_sim",
+    *ISSUE_COLUMNS, "cocite_support", "cocite_max",
 )
 """Column names, in order. Changing them invalidates trained rerankers (their manifest keeps the list)."""
 
@@ -55,6 +67,15 @@ AGENT_Z_FLOOR = -4.0
 TOP_LINKS = 10
 """Citation features count links to the best this-many candidates of the first retrieval."""
 _EPS = 1e-4
+
+
+@dataclass
+class IssueContext:
+    """The priors of one issue of the question (law, section and memory, as for the whole question)."""
+
+    law_probabilities: Mapping[str, float] = field(default_factory=dict)
+    section_probabilities: Mapping[str, float] = field(default_factory=dict)
+    memory: Mapping[str, MemoryVote] = field(default_factory=dict)
 
 
 @dataclass
@@ -70,6 +91,8 @@ class FeatureContext:
         memory_top_sim: similarity of the most similar training question.
         query_terms: number of analysed terms in the question.
         depth: retrieval depth of the first pass (rank given to candidates it did not find is 2x).
+        issues: the issues searched one by one (empty: the question is one issue).
+        cocitation: per candidate, (summed, strongest) companion weight from the best candidates.
     """
 
     graph: CorpusGraph | None = None
@@ -80,6 +103,8 @@ class FeatureContext:
     memory_top_sim: float = 0.0
     query_terms: int = 0
     depth: int = 100
+    issues: Sequence[IssueContext] = ()
+    cocitation: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def zscores_of(hits: Sequence[Hit], key: str) -> tuple[dict[str, float], float]:
@@ -191,6 +216,8 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext) -> np.ndarray:
             cites_top.update(graph.cited_by(t))
             cited_by_top.update(graph.cites(t))
     top_law_share = {law: n / len(top_laws) for law, n in Counter(top_laws).items()}
+    issues = ctx.issues if len(ctx.issues) > 1 else ()
+    cocitation = ctx.cocitation
     agents_ran = any(p.round >= 1 for h in hits for p in h.provenance) or any(
         key.startswith("agent:") for h in hits for key in h.scores)
     no_section = log(_EPS)
@@ -250,7 +277,68 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext) -> np.ndarray:
             row[col["cited_by_top"]] = cited_by_top[d]
             row[col["neighbour_of_top"]] = 1.0 if d in near_top else 0.0
             row[col["same_law_top10"]] = top_law_share.get(law, 0.0)
+        if issues:
+            _issue_columns(row, hit, issues, law, doc.block, missing_rank)
+        else:
+            _single_issue_columns(row, hit)
+        cocited = cocitation.get(d)
+        if cocited is not None:
+            row[col["cocite_support"]], row[col["cocite_max"]] = cocited
     return np.asarray(rows, dtype=np.float32)
+
+
+_ISSUE_COPIES = tuple((_COL[a], _COL[b]) for a, b in (
+    ("issue_rank_log", "hybrid_rank_log"), ("issue_law_logp", "law_logp"), ("issue_section_logp", "section_logp"),
+    ("issue_memory_vote", "memory_vote"), ("issue_memory_rank_log", "memory_rank_log"),
+    ("issue_prefilter_rank_log", "prefilter_rank_log")))
+_ISSUE_COUNT = _COL["issue_count"]
+_ISSUE_COVER = _COL["issue_cover"]
+
+
+def _single_issue_columns(row: list[float], hit: Hit) -> None:
+    """The issue columns of a one-issue question: the whole question's own values."""
+    for target, source in _ISSUE_COPIES:
+        row[target] = row[source]
+    row[_ISSUE_COUNT] = 1.0
+    row[_ISSUE_COVER] = 1.0 if "hybrid" in hit.ranks else 0.0
+
+
+def _issue_columns(row: list[float], hit: Hit, issues: Sequence[IssueContext], law: str, block: str | None,
+                   missing_rank: float) -> None:
+    """The issue columns of a multi-issue question: per column, the best value over the issues."""
+    col = _COL
+    log = math.log
+    ranks = hit.ranks
+    best_rank = best_memory_rank = best_prefilter_rank = None
+    found = 0
+    law_logp = section_logp = -math.inf
+    vote = 0.0
+    for j, issue in enumerate(issues):
+        rank = ranks.get(f"issue{j}")
+        if rank is not None:
+            found += 1
+            best_rank = rank if best_rank is None else min(best_rank, rank)
+        rank = ranks.get(f"issue{j}_memory")
+        if rank is not None:
+            best_memory_rank = rank if best_memory_rank is None else min(best_memory_rank, rank)
+        rank = ranks.get(f"issue{j}_prefilter")
+        if rank is not None:
+            best_prefilter_rank = rank if best_prefilter_rank is None else min(best_prefilter_rank, rank)
+        law_logp = max(law_logp, log(issue.law_probabilities.get(law, 0.0) + _EPS))
+        section_p = issue.section_probabilities.get(block, 0.0) if block is not None else 0.0
+        section_logp = max(section_logp, log(section_p + _EPS))
+        memory_vote = issue.memory.get(hit.doc_id)
+        if memory_vote is not None:
+            vote = max(vote, memory_vote.vote)
+    row[col["issue_count"]] = float(len(issues))
+    row[col["issue_rank_log"]] = log(best_rank) if best_rank is not None else missing_rank
+    row[col["issue_cover"]] = found / len(issues)
+    row[col["issue_law_logp"]] = law_logp
+    row[col["issue_section_logp"]] = section_logp
+    row[col["issue_memory_vote"]] = vote
+    row[col["issue_memory_rank_log"]] = log(best_memory_rank) if best_memory_rank is not None else missing_rank
+    row[col["issue_prefilter_rank_log"]] = log(best_prefilter_rank) if best_prefilter_rank is not None \
+        else missing_rank
 
 
 def _agent_columns(row: list[float], hit: Hit, missing_rank: float) -> None:
