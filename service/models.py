@@ -10,6 +10,7 @@ A model folder holds::
     adapter.npy            query-embedding adapter (terminology agent)
     vocabulary.json.gz     document frequencies of the corpus terms (repair agent, PRF idf, LLM guard)
     planner.json           the planner policy
+    cocitation.json        articles the training answers cite together (service.rerank.cocitation.CoCitation)
     reranker_agentic.txt   LightGBM model over agentic pools
     reranker_hybrid.txt    LightGBM model over hybrid pools (the ``hybrid+rerank`` pipeline)
 
@@ -44,6 +45,7 @@ from service.agents.vocabulary import Vocabulary
 from service.analysis.chain import analyzer_for
 from service.analysis.language import detect_language
 from service.errors import ConfigError
+from service.rerank.cocitation import CoCitation
 from service.rerank.features import FEATURE_NAMES
 from service.rerank.learned import LearnedReranker
 from service.rerank.priors import ArticlePrior, QuestionMemory
@@ -60,6 +62,7 @@ _FILES = {
     "adapter": "adapter.npy",
     "vocabulary": "vocabulary.json.gz",
     "planner": "planner.json",
+    "cocitation": "cocitation.json",
     "reranker_agentic": "reranker_agentic.txt",
     "reranker_hybrid": "reranker_hybrid.txt",
 }
@@ -84,6 +87,7 @@ class TrainedModels:
     adapter: QueryAdapter | None = None
     vocabulary: Vocabulary | None = None
     planner: PlannerPolicy | None = None
+    cocitation: CoCitation | None = None
     reranker_agentic: LearnedReranker | None = None
     reranker_hybrid: LearnedReranker | None = None
     info: dict[str, Any] = field(default_factory=dict)
@@ -156,7 +160,7 @@ def _write_component(name: str, component: Any, target: Path) -> None:
     elif name == "term_mapping":
         with gzip.open(target, "wt", encoding="utf-8") as fh:
             json.dump(component.to_json(), fh, ensure_ascii=False, separators=(",", ":"))
-    elif name in ("prior", "planner"):
+    elif name in ("prior", "planner", "cocitation"):
         target.write_text(json.dumps(component.to_json(), ensure_ascii=False), encoding="utf-8")
     else:
         component.save(target)
@@ -180,6 +184,8 @@ def _read_component(name: str, path: Path, feature_names: Sequence[str], compile
         return ArticlePrior.from_json(json.loads(path.read_text(encoding="utf-8")))
     if name == "planner":
         return PlannerPolicy.from_json(json.loads(path.read_text(encoding="utf-8")))
+    if name == "cocitation":
+        return CoCitation.from_json(json.loads(path.read_text(encoding="utf-8")))
     label = "learned" if name == "reranker_agentic" else "learned_hybrid"
     return LearnedReranker.load(path, feature_names, label=label, compile_trees=compile_trees)
 

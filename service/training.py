@@ -41,6 +41,7 @@ from service.analysis.language import detect_language
 from service.commands.dataset_index import ensure_dataset_index
 from service.corpus.datasets import Dataset
 from service.corpus.graph import CorpusGraph
+from service.corpus.joined import joined_for_training
 from service.corpus.model import Query
 from service.corpus.views import bm25_text, embedding_text
 from service.errors import DataError
@@ -49,6 +50,7 @@ from service.pipelines.agentic import AgenticPipeline, AgenticState
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
 from service.pipelines.resources import IndexResources
+from service.rerank.cocitation import CoCitation
 from service.rerank.features import FEATURE_NAMES, pool_features
 from service.rerank.learned import LearnedReranker
 
@@ -128,6 +130,7 @@ def fit_parts(data: TrainingData, rows: Sequence[int], graph: CorpusGraph, vocab
     from service.rerank.priors import ArticlePrior, QuestionMemory
 
     memory = QuestionMemory.fit(tokens, vectors, golds)
+    cocitation = CoCitation.fit(golds)
     prior = ArticlePrior.fit(golds, graph.law_of)
     answers = [set().union(*(data.gold_terms.get(d, set()) for d in g)) for g in golds]
     mapping = TermMapping.fit(tokens, answers)
@@ -140,7 +143,8 @@ def fit_parts(data: TrainingData, rows: Sequence[int], graph: CorpusGraph, vocab
             keep.append(j)
     adapter = QueryAdapter.fit(vectors[keep], np.asarray(targets)) if keep else None
     return TrainedModels(language=data.language, embedder=embedder, law_classifier=classifier, memory=memory,
-                         prior=prior, term_mapping=mapping, adapter=adapter, vocabulary=vocabulary)
+                         prior=prior, term_mapping=mapping, adapter=adapter, vocabulary=vocabulary,
+                         cocitation=cocitation)
 
 
 def folds_of(n: int, folds: int = FOLDS, seed: int = SEED) -> list[list[int]]:
@@ -207,12 +211,14 @@ def pool_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k
 
 
 def _cv_recall(groups: list[tuple[np.ndarray, np.ndarray, int]], folds: list[list[int]], gold_counts: list[int],
-               ) -> dict[int, float]:
-    """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`.
+               *, singles: int) -> tuple[dict[int, float], dict[int, float]]:
+    """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`:
+    over the split's own questions (numbers below ``singles``), and over the joined ones.
 
     ``gold_counts`` are the full gold-set sizes, so gold articles missing from a pool count as misses.
     """
     recalls: dict[int, list[float]] = {n: [] for n in ROUND_GRID}
+    joined: dict[int, list[float]] = {n: [] for n in ROUND_GRID}
     for held in folds:
         held_set = set(held)
         train = [g for g in groups if g[2] not in held_set]
@@ -228,8 +234,9 @@ def _cv_recall(groups: list[tuple[np.ndarray, np.ndarray, int]], folds: list[lis
             for j, g in enumerate(test):
                 part = scores[bounds[j]:bounds[j + 1]]
                 top = np.argsort(-part, kind="stable")[:10]
-                recalls[n].append(float(g[1][top].sum()) / gold_counts[g[2]])
-    return {n: float(np.mean(v)) for n, v in recalls.items()}
+                (recalls if g[2] < singles else joined)[n].append(float(g[1][top].sum()) / gold_counts[g[2]])
+    return ({n: float(np.mean(v)) for n, v in recalls.items()},
+            {n: float(np.mean(v)) for n, v in joined.items() if v})
 
 
 def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path, *, folds: int = FOLDS,
@@ -281,9 +288,13 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     _say(progress, "planner policy: " + ", ".join(
         f"{a} gains {m['base_rate']:.2f}, runs {m.get('run_rate', 0.0):.2f}" for a, m in policy.models.items()))
 
-    # Reranker pools, searched as at query time with the fold's parts and the policy.
+    # Reranker pools, searched as at query time with the fold's parts and the policy. Each fold also
+    # gets questions joined from its own held-out questions (multi-issue pools; their parts never
+    # leave the fold). They are numbered after the split's questions, in the fold they came from.
     agentic_groups: list[tuple[np.ndarray, np.ndarray, int]] = []
     hybrid_groups: list[tuple[np.ndarray, np.ndarray, int]] = []
+    gold_counts = [len(g) for g in data.golds]
+    cv_folds = [list(p) for p in parts]
     for f, held in enumerate(parts):
         models = fold_models[f]
         models.planner = policy
@@ -294,12 +305,21 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
             agentic_groups.append((x, y, i))
             x, y = pool_rows(hybrid, data.queries[i], data.golds[i], index, k)
             hybrid_groups.append((x, y, i))
+        joined = joined_for_training([data.queries[i].qid for i in held], [data.queries[i].text for i in held],
+                                     [data.golds[i] for i in held], graph, language=data.language, seed=SEED + f)
+        for j in tqdm(joined, desc=f"joined pools fold {f + 1}", disable=not show_bars, leave=False):
+            number = len(gold_counts)
+            query = Query(text=j.text, qid=j.qid, lang=data.queries[held[0]].lang)
+            x, y = pool_rows(agentic, query, set(j.gold), index, k)
+            agentic_groups.append((x, y, number))
+            gold_counts.append(len(j.gold))
+            cv_folds[f].append(number)
     t = lap("pools", t)
-    gold_counts = [len(g) for g in data.golds]
     _say(progress, "cross-validating the rerankers")
-    cv_agentic = _cv_recall(agentic_groups, parts, gold_counts)
+    cv_agentic, cv_joined = _cv_recall(agentic_groups, cv_folds, gold_counts, singles=len(data.queries))
     best_agentic = max(cv_agentic, key=lambda n: cv_agentic[n])
-    pool_recall = float(np.mean([g[1].sum() / gold_counts[g[2]] for g in agentic_groups]))
+    single_groups = [g for g in agentic_groups if g[2] < len(data.queries)]
+    pool_recall = float(np.mean([g[1].sum() / gold_counts[g[2]] for g in single_groups]))
     t = lap("cv", t)
 
     _say(progress, "fitting the final models on the whole split")
@@ -318,7 +338,9 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
         "cv": {"agentic_recall@10": round(cv_agentic[best_agentic], 4), "agentic_rounds": best_agentic,
                "agentic_by_rounds": {str(n): round(v, 4) for n, v in cv_agentic.items()},
                "pool_recall": round(pool_recall, 4),
-               "mean_pool": round(float(np.mean([len(g[1]) for g in agentic_groups])), 1)},
+               "mean_pool": round(float(np.mean([len(g[1]) for g in single_groups])), 1),
+               "joined_questions": len(agentic_groups) - len(single_groups),
+               "joined_recall@10": round(cv_joined[best_agentic], 4) if cv_joined else None},
         "timings_s": {**timings, "total": round(time.perf_counter() - started, 1)},
     }
     final.info = info

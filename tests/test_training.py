@@ -40,9 +40,11 @@ def test_training_writes_every_component(trained) -> None:
     _, out, report = trained
     manifest = json.loads((out / "manifest.json").read_text())
     assert set(manifest["components"]) == {"law_classifier", "memory", "prior", "term_mapping", "adapter",
-                                           "vocabulary", "planner", "reranker_agentic", "reranker_hybrid"}
+                                           "vocabulary", "planner", "cocitation", "reranker_agentic",
+                                           "reranker_hybrid"}
     assert manifest["questions"] == 8 and manifest["split"] == "dev" and manifest["embedder"] == "use-m3"
     assert 0.0 <= report["cv"]["agentic_recall@10"] <= 1.0 and report["timings_s"]["total"] > 0
+    assert report["cv"]["joined_questions"] >= 0
     models = load_models(out)
     assert models is load_models(out)  # cached per process
     assert models.memory is not None and len(models.memory) == 8

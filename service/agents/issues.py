@@ -26,10 +26,13 @@ Example::
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+from service.agents.base import AgentName, Evidence, Rewrite, RewriteOutput
+from service.corpus.model import Query
 
 MAX_ISSUES = 3
 SAME_TOPIC = 0.35
@@ -151,5 +154,21 @@ def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_
     return [Issue(text[a:b], a, b) for a, b in spans]
 
 
-def issue_texts(issues: Sequence[Issue]) -> list[str]:
-    return [i.text for i in issues]
+class OfflineIssueRewriter:
+    """The decomposition agent's offline issues: one rewrite per issue, none for a one-issue question.
+
+    The LLM counterpart is :class:`~service.agents.rewriters.decompose.LlmDecomposeRewriter` with this
+    rewriter as its fallback, so both paths hand the issue search the same kind of sub-questions.
+    """
+
+    agent = AgentName.DECOMPOSE.value
+
+    def __init__(self, topic: Topic | None = None, *, max_issues: int = MAX_ISSUES) -> None:
+        self.topic = topic
+        self.max_issues = max_issues
+
+    def rewrite(self, query: Query, evidence: Evidence) -> RewriteOutput:
+        issues = segment_issues(query.text, evidence.language, self.topic, max_issues=self.max_issues)
+        if len(issues) < 2:
+            return RewriteOutput([])
+        return RewriteOutput([Rewrite(text=i.text, agent=self.agent, round=evidence.round) for i in issues])

@@ -257,3 +257,24 @@ def read_parts(path: str | os.PathLike[str]) -> dict[str, tuple[str, ...]]:
             qid, parts, *_ = line.rstrip("\n").split("\t")
             out[qid] = tuple(p for p in parts.split(",") if p)
     return out
+
+
+TRAINING_PAIRS = 0.15
+TRAINING_TRIPLES = 0.10
+"""Joined questions added to a reranker training fold, as shares of the fold's questions."""
+
+
+def joined_for_training(qids: Sequence[str], texts: Sequence[str], golds: Sequence[set[str]], graph: CorpusGraph, *,
+                        language: str, seed: int, pairs: float = TRAINING_PAIRS,
+                        triples: float = TRAINING_TRIPLES) -> list[Joined]:
+    """Joined questions drawn from one training fold's questions (each used at most once), so that
+    the reranker learns from multi-issue pools too. Their parts never leave the fold, so cross-fitted
+    models still never saw them."""
+    singles = [Single(q, t, frozenset(g), frozenset(area_of(graph, d) for d in g))
+               for q, t, g in zip(qids, texts, golds, strict=True)]
+    uses: Counter[str] = Counter()
+    out = draw_joined(singles, arity=3, count=round(triples * len(singles)), seed=seed, language=language,
+                      uses=uses, prefix=f"train{seed}-j")
+    out += draw_joined(singles, arity=2, count=round(pairs * len(singles)), seed=seed + 1, language=language,
+                       uses=uses, prefix=f"train{seed}-j")
+    return out

@@ -49,6 +49,7 @@ from service.agents.base import (
     Rewriter,
 )
 from service.agents.hyde import HydeRewriter
+from service.agents.issues import OfflineIssueRewriter
 from service.agents.llm import CallBudget, LlmClient
 from service.agents.planner import LlmPlanner, OfflinePlanner
 from service.agents.prefilter import LawPrediction, LlmLawPredictor, prefilter_laws
@@ -68,10 +69,12 @@ from service.pipelines.agentic_state import AgenticOptions, AgenticState, StepRe
 from service.pipelines.base import SearchRequest, SearchResponse
 from service.pipelines.build import Runtime, register_pipeline
 from service.pipelines.hybrid import HybridPipeline, Probe
+from service.pipelines.issue_pool import IssueEvidence, IssueSearch, topic_of
 from service.pipelines.resources import IndexResources, term_search
 from service.rerank.base import PoolOrderReranker, RerankContext, Reranker
+from service.rerank.cocitation import expand_pool
 from service.rerank.cross_encoder import CrossEncoderReranker
-from service.rerank.features import FEATURE_NAMES, FeatureContext, pool_features, zscores_of
+from service.rerank.features import FEATURE_NAMES, FeatureContext, IssueContext, pool_features, zscores_of
 from service.rerank.learned import LearnedReranker
 from service.rerank.light import Priors, light_scores, zscore
 from service.rerank.llm import LlmReranker
@@ -260,6 +263,13 @@ class AgenticPipeline:
         if options.prefilter:
             with watch.stage("prefilter"):
                 self._prefilter(state, resources)
+        if options.issues and AgentName.DECOMPOSE.value in options.agents:
+            with watch.stage("issues"):
+                self._search_issues(state, models, resources)
+        if options.cocitation and models is not None and models.cocitation is not None:
+            with watch.stage("cocitation"):
+                state.cocitation = expand_pool(state.pool, models.cocitation,
+                                               allowed=functools.partial(self._allowed, state))
         state.features = self._planner_features(state, resources, probe)
         for stage, ms in watch.stages.items():
             state.add_time(stage, ms)
@@ -323,6 +333,47 @@ class AgenticPipeline:
             target.provenance.append(Provenance("prefilter", 0, rank, ""))
         state.trace["prefilter"] = {"laws": chosen, "widened": widened, "hits": len(fused)}
 
+    def _search_issues(self, state: AgenticState, models: TrainedModels | None, resources: IndexResources) -> None:
+        """Segment the question (LLM sub-questions when configured, else offline) and, for two or more
+        issues, search each with its own pool quota (:mod:`service.pipelines.issue_pool`)."""
+        query = Query(state.request["query"], state.request["qid"], state.language)
+        evidence = (self.evidence(state, resources) if self.llm_enabled
+                    else Evidence(round=0, language=state.language, terms=state.terms, top=[]))
+        output = self.issue_rewriter().rewrite(query, evidence)
+        self._count_llm(state, output.llm)
+        texts = [r.text for r in output.rewrites]
+        trace: dict[str, Any] = {"mode": output.mode, "count": max(1, len(texts))}
+        if output.fallback:
+            trace["fallback"] = output.fallback
+        state.trace["issues"] = trace
+        if len(texts) < 2:
+            return
+        request = state.search_request()
+        found = IssueSearch(self.runtime.backend, self.runtime.embedder, self.hybrid).search(
+            texts, index=request.index, language=state.language, lang=request.lang, filters=request.filters,
+            pool=state.pool, classifier=models.law_classifier if models else None,
+            memory=models.memory if models else None, graph=resources.graph, prefilter=state.options.prefilter,
+            quotas=state.options.quotas, allowed=functools.partial(self._allowed, state))
+        state.issues = [e.to_json() for e in found]
+        trace["issues"] = [e.to_trace() for e in found]
+
+    def issue_rewriter(self) -> Rewriter:
+        """The issue segmenter: the LLM decomposition when an LLM is configured (falling back to the
+        offline segmentation), else the offline segmentation with the law classifier as topic model."""
+        models = self.models()
+        key = ("issues", id(models))
+        with self._lock:
+            cached = self._rewriters.get(key)
+        if cached is not None:
+            return cached
+        classifier = models.law_classifier if models else None
+        language = models.language if models else ""
+        offline = OfflineIssueRewriter(topic_of(classifier, language) if language else None)
+        rewriter: Rewriter = LlmDecomposeRewriter(self.client(), offline) if self.llm_enabled else offline
+        with self._lock:
+            self._rewriters[key] = rewriter
+        return rewriter
+
     def _planner_features(self, state: AgenticState, resources: IndexResources, probe: Probe) -> dict[str, float]:
         features = dict(state.features)
         features["terms"] = float(len(state.terms))
@@ -369,6 +420,8 @@ class AgenticPipeline:
         """The agents of the next round, or ``None`` to stop (the decision is kept in the trace)."""
         start = time.perf_counter()
         allowed = [a for a in state.options.agents if a in REWRITING_AGENTS]
+        if state.issues or state.trace.get("issues", {}).get("mode") == "llm":  # decomposition already ran
+            allowed = [a for a in allowed if a != AgentName.DECOMPOSE.value]
         if state.options.hyde and self.llm_enabled and state.round == 0:
             allowed.append(AgentName.HYDE.value)
         if not self.rounds or state.options.max_rounds == 0 or not allowed:
@@ -555,7 +608,9 @@ class AgenticPipeline:
             section_probabilities={k: float(v) for k, v in state.law.get("sections", {}).items()},
             prior=models.prior if models else None, memory=state.memory_votes(),
             memory_top_sim=state.features.get("memory_top_sim", 0.0), query_terms=len(state.terms),
-            depth=max(int(state.request["k"]), self.settings.retrieval.depth))
+            depth=max(int(state.request["k"]), self.settings.retrieval.depth),
+            issues=[_issue_context(IssueEvidence.from_json(i)) for i in state.issues],
+            cocitation={d: (v[0], v[1]) for d, v in state.cocitation.items()})
 
     def _learned_model(self, models: TrainedModels | None) -> LearnedReranker | None:
         if models is None:
@@ -619,6 +674,8 @@ class AgenticPipeline:
             "planner": state.trace.get("planner", []),
             "prefilter": state.trace.get("prefilter"),
             "memory_candidates": sum(1 for h in state.pool.values() if "memory" in h.ranks),
+            "issues": state.trace.get("issues"),
+            "cocitation_candidates": sum(1 for h in state.pool.values() if "cocitation" in h.ranks),
             "models": state.trace.get("models"),
             "options": state.options.to_json(),
         }
@@ -656,6 +713,11 @@ class AgenticPipeline:
         response = self.finish(state)
         response.trace["timings_ms"]["total"] = round((time.perf_counter() - started) * 1000, 3)
         return response
+
+
+def _issue_context(evidence: IssueEvidence) -> IssueContext:
+    return IssueContext(law_probabilities=evidence.law_probabilities(), section_probabilities=evidence.sections,
+                        memory=evidence.memory_votes())
 
 
 def _by_rank(pool: Mapping[str, Hit], key: str) -> list[str]:

@@ -22,13 +22,12 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from service.agents.issues import Issue, segment_issues
 from service.agents.prefilter import LawClassifier, prefilter_laws
 from service.analysis.chain import analyzer_for
 from service.backends.base import SearchBackend
@@ -56,11 +55,6 @@ def topic_of(classifier: LawClassifier | None, language: str) -> Any:
         return None
     analyzer = analyzer_for(language)
     return lambda text: np.asarray(classifier.section_probabilities(analyzer.tokens(text), None))
-
-
-def offline_issues(question: str, language: str, classifier: LawClassifier | None) -> list[Issue]:
-    """The question's issues, segmented offline with the classifier as the topic model."""
-    return segment_issues(question, language, topic_of(classifier, language))
 
 
 @dataclass
@@ -133,11 +127,13 @@ class IssueSearch:
 
     def search(self, texts: Sequence[str], *, index: str, language: str, lang: str, filters: Filters | None,
                pool: dict[str, Hit], classifier: LawClassifier | None, memory: QuestionMemory | None,
-               graph: CorpusGraph, prefilter: bool, quotas: bool = True) -> list[IssueEvidence]:
+               graph: CorpusGraph, prefilter: bool, quotas: bool = True,
+               allowed: Callable[[Sequence[str]], list[str]] | None = None) -> list[IssueEvidence]:
         """Search every issue, add its finds to ``pool``, and return each issue's evidence.
 
         With ``quotas`` false the issues are still searched and their ranks recorded, but only
         candidates already in the pool get them (nothing joins): the ablation without quotas.
+        ``allowed`` filters memory candidates (the request's filters; the engine filters the rest).
         """
         vectors = self.embedder.embed_queries(list(texts)) if texts else np.zeros((0, 0), dtype=np.float32)
         analyzer = analyzer_for(language)
@@ -165,7 +161,8 @@ class IssueSearch:
                 votes = memory.votes(terms, vector)
                 kept = [(d, v) for d, v in votes.items() if d in graph][:KEPT_VOTES]
                 evidence.memory = {d: [v.vote, v.best, v.rank] for d, v in kept}
-                for rank, (doc_id, _) in enumerate(kept[: self.memory_quota], start=1):
+                ids = [d for d, _ in kept[: self.memory_quota]]
+                for rank, doc_id in enumerate(allowed(ids) if allowed else ids, start=1):
                     _add(pool, doc_id, f"issue{j}_memory", rank, "issue_memory", text, join=quotas)
             out.append(evidence)
         return out

@@ -6,8 +6,9 @@ articles share a gold set gives each article its companions, with the smoothed c
 share ``c(a, b) / (c(a) + SMOOTHING)``: of the questions answered with ``a``, the share also
 answered with ``b``.
 
-The agentic pipeline adds the companions of its best candidates to the pool (expansion), and the
-reranker sees, per candidate, how strongly the best candidates call for it.
+The agentic pipeline adds the companions of its best first-pass candidates (:func:`anchors_of`) to
+the pool (:func:`expand_pool`), and the reranker sees, per candidate, how strongly the anchors call
+for it.
 
 Example::
 
@@ -19,8 +20,10 @@ Example::
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+
+from service.corpus.model import Hit, Provenance
 
 SMOOTHING = 1.0
 """Added to an article's gold count, so that one shared question is weak evidence."""
@@ -81,3 +84,44 @@ class CoCitation:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CoCitation:
         return cls({d: [(str(c), float(w)) for c, w in pairs] for d, pairs in data["companions"].items()})
+
+
+ANCHOR_RANKS: dict[str, int] = {"hybrid": 5, "memory": 5, "prefilter": 3}
+"""Pool lists whose best candidates are anchors, and how deep: the first retrieval, the memory of
+similar questions and the law-prefiltered pass; each issue's lists (``issue<j>…``) up to rank 3."""
+ISSUE_ANCHOR_RANK = 3
+EXPANSION = 10
+"""Companions of the anchors that join the pool, strongest first."""
+MIN_SUPPORT = 0.1
+
+
+def anchors_of(pool: Mapping[str, Hit]) -> list[str]:
+    """The pool's anchors: the best candidates of its first-pass lists (see :data:`ANCHOR_RANKS`)."""
+    out = []
+    for hit in pool.values():
+        for key, rank in hit.ranks.items():
+            limit = ANCHOR_RANKS.get(key, ISSUE_ANCHOR_RANK if key.startswith("issue") else 0)
+            if rank <= limit:
+                out.append(hit.doc_id)
+                break
+    return sorted(out)
+
+
+def expand_pool(pool: dict[str, Hit], cocitation: CoCitation, *, allowed: Callable[[Sequence[str]], list[str]],
+                limit: int = EXPANSION, min_support: float = MIN_SUPPORT) -> dict[str, list[float]]:
+    """Add the anchors' strongest companions to ``pool`` (rank under ``"cocitation"``) and return,
+    for every article the anchors call for, ``[summed, strongest]`` companion weight (the reranker's
+    co-citation columns). ``allowed`` filters the ids that may join (the request's filters)."""
+    anchors = anchors_of(pool)
+    support = cocitation.support(anchors)
+    strongest: dict[str, float] = {}
+    for anchor in anchors:
+        for doc_id, w in cocitation.companions(anchor):
+            strongest[doc_id] = max(strongest.get(doc_id, 0.0), w)
+    fresh = sorted((d for d, s in support.items() if s >= min_support and d not in pool),
+                   key=lambda d: (-support[d], d))
+    for rank, doc_id in enumerate(allowed(fresh[:limit]), start=1):
+        hit = pool[doc_id] = Hit(doc_id=doc_id, score=0.0)
+        hit.ranks["cocitation"] = rank
+        hit.provenance.append(Provenance("cocitation", 0, rank, ""))
+    return {d: [round(s, 6), round(strongest[d], 6)] for d, s in support.items()}
