@@ -11,8 +11,9 @@ word such as 吗, 怎么, 如何, 是否) becomes a candidate issue; units after
 it. Adjacent candidates are then merged while they concern the same topic:
 
 - a candidate too short to search alone joins its neighbour (a follow-up like "怎么设立?");
-- with a trained law/section classifier, two neighbours whose predicted section distributions
-  overlap by at least :data:`SAME_TOPIC` (histogram intersection) are one issue;
+- with a trained law/section classifier, two neighbours on one topic are one issue: the cosine of
+  what their terms say about each section (the classifier's term evidence, without its section
+  prior, which would make every span look alike) is at least :data:`SAME_TOPIC`;
 - at most :data:`MAX_ISSUES` issues remain (the most similar neighbours merge first).
 
 A single-issue question gives one issue: the whole question.
@@ -35,9 +36,9 @@ from service.agents.base import AgentName, Evidence, Rewrite, RewriteOutput
 from service.corpus.model import Query
 
 MAX_ISSUES = 3
-SAME_TOPIC = 0.35
-"""Section-distribution overlap at and above which two neighbouring spans are one issue
-(tuned on questions joined from the STARD and GerLayQA training splits; see docs/BENCHMARKS.md)."""
+SAME_TOPIC = 0.3
+"""Topic cosine at and above which two neighbouring spans are one issue (tuned cross-fitted on
+questions joined from the STARD and GerLayQA training splits: scripts/tune_issues.py)."""
 MIN_CHARS = {"zh": 8, "default": 60}
 """A span shorter than this (characters) is never an issue of its own."""
 
@@ -49,7 +50,7 @@ _QUESTION_ZH = re.compile(
 _QUESTION_LATIN = re.compile(r"\?")
 
 Topic = Callable[[str], np.ndarray]
-"""A text's topic distribution (e.g. predicted section probabilities); any fixed-length vector summing to 1."""
+"""A text's topic vector (e.g. the law classifier's term evidence per section); spans are compared by cosine."""
 
 
 @dataclass(frozen=True)
@@ -91,18 +92,20 @@ def _min_chars(language: str) -> int:
     return MIN_CHARS.get(language, MIN_CHARS["default"])
 
 
-def _overlap(p: np.ndarray, q: np.ndarray) -> float:
-    return float(np.minimum(p, q).sum())
+def _cosine(p: np.ndarray, q: np.ndarray) -> float:
+    """Cosine of two topic vectors; 1 when either is empty (a span without known terms has no topic
+    of its own, so it stays with its neighbour)."""
+    norm = float(np.linalg.norm(p) * np.linalg.norm(q))
+    return float(p @ q) / norm if norm > 0 else 1.0
 
 
-def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_issues: int = MAX_ISSUES,
-                   same_topic: float = SAME_TOPIC) -> list[Issue]:
-    """The question's issues, in order (one issue, the whole question, when it raises one)."""
-    stripped = text.strip()
-    if not stripped:
-        return []
+def question_spans(text: str, language: str) -> list[list[int]]:
+    """Candidate issues: runs of units that each end in a question (``[start, end]`` offsets); units
+    after the last question join the last run. One span (the whole text) when nothing asks."""
     units = units_of(text, language)
-    spans: list[list[int]] = []  # [start, end] character offsets of candidate issues
+    if not units:
+        return []
+    spans: list[list[int]] = []
     open_start: int | None = None
     for a, b in units:
         if open_start is None:
@@ -115,8 +118,15 @@ def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_
             spans[-1][1] = units[-1][1]
         else:
             spans.append([open_start, units[-1][1]])
+    return spans
+
+
+def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_issues: int = MAX_ISSUES,
+                   same_topic: float = SAME_TOPIC) -> list[Issue]:
+    """The question's issues, in order (one issue, the whole question, when it raises one)."""
+    spans = question_spans(text, language)
     if len(spans) < 2:
-        return [Issue(stripped, units[0][0] if units else 0, units[-1][1] if units else len(text))]
+        return [Issue(text[a:b], a, b) for a, b in spans]
     shortest = _min_chars(language)
     topics: list[np.ndarray | None] = [None] * len(spans)
 
@@ -143,7 +153,7 @@ def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_
                 break
     if topic is not None:
         while len(spans) > 1:
-            sims = [_overlap(topic_of(i), topic_of(i + 1)) for i in range(len(spans) - 1)]  # type: ignore[arg-type]
+            sims = [_cosine(topic_of(i), topic_of(i + 1)) for i in range(len(spans) - 1)]  # type: ignore[arg-type]
             best = int(np.argmax(sims))
             if sims[best] < same_topic and len(spans) <= max_issues:
                 break

@@ -132,10 +132,16 @@ class LawClassifier:
                 self._recent.popitem(last=False)
         return probs
 
+    def term_evidence(self, tokens: Sequence[str]) -> np.ndarray:
+        """What the terms alone say about each section: the term part of the linear scores, without
+        the intercept (the section prior) or the embedding. Issue segmentation compares spans of a
+        question by it (:mod:`service.agents.issues`)."""
+        cols, vals = self.space.row(tokens)
+        return vals @ self._term_coef[cols] if len(cols) else np.zeros(len(self.sections), dtype=np.float32)
+
     def _linear_scores(self, tokens: Sequence[str], vector: np.ndarray | None) -> np.ndarray:
         """``coef @ features + intercept`` for one question, reading only the columns it uses."""
-        cols, vals = self.space.row(tokens)
-        scores = vals @ self._term_coef[cols] if len(cols) else np.zeros(len(self.sections), dtype=np.float32)
+        scores = self.term_evidence(tokens)
         if self.vector_dim and vector is not None:
             scores = scores + self._vector_coef @ (np.asarray(vector, dtype=np.float32) * np.float32(VECTOR_WEIGHT))
         return scores + self.intercept

@@ -102,7 +102,7 @@ def _join_latin(a: str, b: str, rng: random.Random) -> tuple[str, str]:
 _JOINERS: dict[str, Callable[[str, str, random.Random], tuple[str, str]]] = {"zh": _join_zh, "de": _join_de}
 
 
-def _middle_part(text: str, language: str, *, first: bool, last: bool) -> str:
+def part_as_joined(text: str, language: str, *, first: bool, last: bool) -> str:
     """A part as it reads inside a joined question: greetings only at the start, sign-offs only at the end."""
     if language != "de":
         return text.strip()
@@ -139,7 +139,7 @@ class Joined:
 def join_texts(texts: Sequence[str], language: str, rng: random.Random) -> tuple[str, tuple[str, ...]]:
     """The texts as one question, and the joiner chosen at each boundary."""
     join = _JOINERS.get(language, _join_latin)
-    parts = [_middle_part(t, language, first=i == 0, last=i == len(texts) - 1) for i, t in enumerate(texts)]
+    parts = [part_as_joined(t, language, first=i == 0, last=i == len(texts) - 1) for i, t in enumerate(texts)]
     text, joiners = parts[0], []
     for part in parts[1:]:
         text, style = join(text, part, rng)

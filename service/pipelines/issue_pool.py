@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from service.agents.issues import Topic
 from service.agents.prefilter import LawClassifier, prefilter_laws
 from service.analysis.chain import analyzer_for
 from service.backends.base import SearchBackend
@@ -48,13 +49,13 @@ KEPT_SECTIONS = 40
 KEPT_VOTES = 60
 
 
-def topic_of(classifier: LawClassifier | None, language: str) -> Any:
-    """The topic function of the segmenter: the classifier's section probabilities from terms alone
-    (no embedding, so that scoring many spans stays cheap), or ``None`` without a classifier."""
+def topic_of(classifier: LawClassifier | None, language: str) -> Topic | None:
+    """The topic function of the segmenter: what a span's terms say about each section
+    (:meth:`LawClassifier.term_evidence`), or ``None`` without a classifier."""
     if classifier is None:
         return None
     analyzer = analyzer_for(language)
-    return lambda text: np.asarray(classifier.section_probabilities(analyzer.tokens(text), None))
+    return lambda text: classifier.term_evidence(analyzer.tokens(text))
 
 
 @dataclass

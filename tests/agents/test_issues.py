@@ -52,7 +52,8 @@ def test_a_topic_model_merges_neighbours_on_one_topic_and_keeps_the_others_apart
     text = "公司辞退我能要补偿吗？补偿金额是多少？房东不退押金怎么办？"
     issues = segment_issues(text, "zh", topic)
     assert [i.text for i in issues] == ["公司辞退我能要补偿吗？补偿金额是多少？", "房东不退押金怎么办？"]
-    assert len(segment_issues(text, "zh", topic, same_topic=0.05)) == 1  # everything overlaps a little
+    assert len(segment_issues(text, "zh", topic, same_topic=0.01)) == 1  # cosine 0.012: one topic at this bar
+    assert len(segment_issues(text, "zh", lambda span: np.zeros(3))) == 1  # spans without a topic stay together
 
 
 def test_at_most_max_issues_remain() -> None:
