@@ -63,12 +63,15 @@ CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
     "hybrid": ("hybrid", {}),
     "hybrid+rerank": ("hybrid+rerank", {"reranker": "learned"}),
     "landed": ("agentic", {"reranker": "learned", "issues": "0", "cocitation": "0"}),
-    "issues": ("agentic", {"reranker": "learned", "issues": "1", "quotas": "0", "cocitation": "0"}),
-    "quotas": ("agentic", {"reranker": "learned", "issues": "1", "quotas": "1", "cocitation": "0"}),
-    "cocitation": ("agentic", {"reranker": "learned", "issues": "1", "quotas": "1", "cocitation": "1"}),
+    "issues": ("agentic", {"reranker": "learned", "quotas": "0", "balance": "0", "cocitation": "0"}),
+    "quotas": ("agentic", {"reranker": "learned", "balance": "0", "cocitation": "0"}),
+    "balance": ("agentic", {"reranker": "learned", "cocitation": "0"}),
     "agentic": ("agentic", {"reranker": "learned"}),
 }
-"""Label → (pipeline, options). ``agentic`` is the default configuration as it ships."""
+"""Label → (pipeline, options), each step adding to the one before: ``landed`` (no issue search,
+no co-citation), ``issues`` (issues searched, ranking what the pool has), ``quotas`` (each issue's
+finds join the pool), ``balance`` (each issue's best candidate gets a place in the first ten) and
+``agentic``, the default as it ships (plus co-citation expansion)."""
 
 
 def _gold_found(ranked: list[str], gold: set[str], k: int) -> int:

@@ -69,7 +69,7 @@ from service.pipelines.agentic_state import AgenticOptions, AgenticState, StepRe
 from service.pipelines.base import SearchRequest, SearchResponse
 from service.pipelines.build import Runtime, register_pipeline
 from service.pipelines.hybrid import HybridPipeline, Probe
-from service.pipelines.issue_pool import IssueEvidence, IssueSearch, topic_of
+from service.pipelines.issue_pool import IssueEvidence, IssueSearch, balance, topic_of
 from service.pipelines.resources import IndexResources, term_search
 from service.rerank.base import PoolOrderReranker, RerankContext, Reranker
 from service.rerank.cocitation import expand_pool
@@ -590,8 +590,11 @@ class AgenticPipeline:
                     scores = learned.scores(features, FEATURE_NAMES)
                     rerank_context.fallback = [hits[i].doc_id for i in np.argsort(-scores, kind="stable")]
                 rerank_context.docs = self._fetch(state, rerank_context.fallback[:50])
-            ranked = reranker.rerank(Query(request.query, request.qid, state.language), hits, k=request.k,
-                                     context=rerank_context)
+            balanced = len(state.issues) > 1 and state.options.balance
+            ranked = reranker.rerank(Query(request.query, request.qid, state.language), hits,
+                                     k=len(hits) if balanced else request.k, context=rerank_context)
+            if balanced:
+                ranked = balance(ranked, len(state.issues), label=reranker.name)[: request.k]
         notes = dict(rerank_context.notes)
         if notes.get("llm"):
             self._count_llm(state, [notes["llm"]])

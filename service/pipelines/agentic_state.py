@@ -43,6 +43,7 @@ class AgenticOptions:
         issues: segment a multi-issue question and search each issue (needs ``decompose`` among the agents).
         quotas: let each issue's finds join the pool (off: issues only rank candidates already there).
         cocitation: add the training companions of the best candidates (needs a model folder).
+        balance: give each issue's best candidates a place in the first ten.
     """
 
     reranker: str = "learned"
@@ -54,6 +55,7 @@ class AgenticOptions:
     issues: bool = True
     quotas: bool = True
     cocitation: bool = True
+    balance: bool = True
 
     @classmethod
     def parse(cls, options: Mapping[str, Any], defaults: AgenticOptions) -> AgenticOptions:
@@ -78,7 +80,7 @@ class AgenticOptions:
         rounds = option_int(options, "max_rounds", None, low=0, high=4)
         if rounds is not None:
             values["max_rounds"] = rounds
-        for name in ("prefilter", "hyde", "citations", "issues", "quotas", "cocitation"):
+        for name in ("prefilter", "hyde", "citations", "issues", "quotas", "cocitation", "balance"):
             if options.get(name) not in (None, ""):
                 values[name] = option_flag(options, name)
         return replace(defaults, **values)
@@ -86,14 +88,14 @@ class AgenticOptions:
     def to_json(self) -> dict[str, Any]:
         return {"reranker": self.reranker, "agents": list(self.agents), "max_rounds": self.max_rounds,
                 "prefilter": self.prefilter, "hyde": self.hyde, "citations": self.citations, "issues": self.issues,
-                "quotas": self.quotas, "cocitation": self.cocitation}
+                "quotas": self.quotas, "cocitation": self.cocitation, "balance": self.balance}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AgenticOptions:
         return cls(reranker=data["reranker"], agents=tuple(data["agents"]), max_rounds=int(data["max_rounds"]),
                    prefilter=bool(data["prefilter"]), hyde=bool(data["hyde"]), citations=bool(data["citations"]),
                    issues=bool(data.get("issues", True)), quotas=bool(data.get("quotas", True)),
-                   cocitation=bool(data.get("cocitation", True)))
+                   cocitation=bool(data.get("cocitation", True)), balance=bool(data.get("balance", True)))
 
 
 # ----- state and steps -------------------------------------------------------------------------

@@ -185,3 +185,47 @@ def issue_ranks(hit: Hit, issues: int, kind: str = "") -> list[int]:
     """The candidate's ranks in each issue's list of ``kind`` ('' hybrid, 'memory', 'prefilter')."""
     suffix = f"_{kind}" if kind else ""
     return [hit.ranks[key] for j in range(issues) if (key := f"issue{j}{suffix}") in hit.ranks]
+
+
+RESERVE = 1
+"""Places in the first :data:`WINDOW` that each issue's best candidates are sure of (see :func:`balance`)."""
+WINDOW = 10
+
+
+def issue_of(hit: Hit, issues: int) -> int | None:
+    """The issue a candidate answers: the one whose lists rank it best (``None`` when none found it)."""
+    best: tuple[int, int] | None = None
+    for j in range(issues):
+        for key in (f"issue{j}", f"issue{j}_memory", f"issue{j}_prefilter"):
+            rank = hit.ranks.get(key)
+            if rank is not None and (best is None or (rank, j) < best):
+                best = (rank, j)
+    return best[1] if best is not None else None
+
+
+def balance(ranked: Sequence[Hit], issues: int, *, reserve: int = RESERVE, window: int = WINDOW,
+            label: str = "") -> list[Hit]:
+    """The ranking with each issue's ``reserve`` best candidates (in the ranking's order) moved into
+    the first ``window`` places, so that one issue cannot take them all. Everything else keeps its
+    order; inside the window the order is the ranking's. With ``label``, ``hit.ranks[label]`` is
+    renumbered."""
+    if issues < 2 or reserve < 1:
+        return list(ranked)
+    chosen: list[int] = []
+    taken = [0] * issues
+    for i, hit in enumerate(ranked):
+        j = issue_of(hit, issues)
+        if j is not None and taken[j] < reserve:
+            taken[j] += 1
+            chosen.append(i)
+    chosen = chosen[:window]
+    picked = set(chosen)
+    rest = [i for i in range(len(ranked)) if i not in picked]
+    head = sorted(chosen + rest[: max(0, window - len(chosen))])
+    in_head = set(head)
+    order = head + [i for i in rest if i not in in_head]
+    out = [ranked[i] for i in order]
+    if label:
+        for rank, hit in enumerate(out, start=1):
+            hit.ranks[label] = rank
+    return out
