@@ -62,16 +62,18 @@ BENCHES = {
 CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
     "hybrid": ("hybrid", {}),
     "hybrid+rerank": ("hybrid+rerank", {"reranker": "learned"}),
-    "landed": ("agentic", {"reranker": "learned", "issues": "0", "cocitation": "0"}),
+    "landed": ("agentic", {"reranker": "learned", "issues": "0", "cocitation": "0", "sections": "0"}),
+    "sections": ("agentic", {"reranker": "learned", "issues": "0", "cocitation": "0"}),
     "issues": ("agentic", {"reranker": "learned", "quotas": "0", "balance": "0", "cocitation": "0"}),
     "quotas": ("agentic", {"reranker": "learned", "balance": "0", "cocitation": "0"}),
     "balance": ("agentic", {"reranker": "learned", "cocitation": "0"}),
     "agentic": ("agentic", {"reranker": "learned"}),
 }
-"""Label → (pipeline, options), each step adding to the one before: ``landed`` (no issue search,
-no co-citation), ``issues`` (issues searched, ranking what the pool has), ``quotas`` (each issue's
-finds join the pool), ``balance`` (each issue's best candidate gets a place in the first ten) and
-``agentic``, the default as it ships (plus co-citation expansion)."""
+"""Label → (pipeline, options), each step adding to the one before: ``landed`` (no issue search, no
+co-citation, no section pass), ``sections`` (the prefilter's section pass), ``issues`` (issues
+searched, ranking what the pool has), ``quotas`` (each issue's finds join the pool), ``balance``
+(each issue's best candidate gets a place in the first ten) and ``agentic``, the default as it ships
+(plus co-citation expansion)."""
 
 
 def _gold_found(ranked: list[str], gold: set[str], k: int) -> int:
@@ -120,7 +122,7 @@ def proxy_scores(joined: dict[str, Any], single: dict[str, Any], parts: dict[str
 
 
 def bench_dataset(bench: Bench, models_root: Path, configs: list[str], depth: int, limit: int,
-                  proxy_limit: int) -> dict[str, Any]:
+                  proxy_limit: int, splits: str) -> dict[str, Any]:
     model_dir = models_root / bench.key
     if not (model_dir / "manifest.json").is_file():
         raise SystemExit(f"no model folder {model_dir}; train it first (lexsearch train or scripts/bench_agents.py)")
@@ -132,11 +134,13 @@ def bench_dataset(bench: Bench, models_root: Path, configs: list[str], depth: in
                            "proxy": {}}
     for label in configs:
         pipeline, options = CONFIGS[label]
-        dev = run_split(runtime, dataset, bench.report, index, pipeline, options, depth, limit)
-        out["dev"][label] = {k: v for k, v in dev.items() if k != "ranked"}
-        line = (f"[{bench.key}] {label:<14} dev R@10 {dev['recall@10']:.4f} MRR@10 {dev['mrr@10']:.4f} "
-                f"pool {dev['pool_recall']:.4f} p50 {dev['latency_ms']['p50']:.0f} ms")
-        if proxy is not None:
+        line = f"[{bench.key}] {label:<14}"
+        if splits in ("both", "dev"):
+            dev = run_split(runtime, dataset, bench.report, index, pipeline, options, depth, limit)
+            out["dev"][label] = {k: v for k, v in dev.items() if k != "ranked"}
+            line += (f" dev R@10 {dev['recall@10']:.4f} MRR@10 {dev['mrr@10']:.4f} "
+                     f"pool {dev['pool_recall']:.4f} p50 {dev['latency_ms']['p50']:.0f} ms")
+        if proxy is not None and splits in ("both", "proxy"):
             joined = run_split(runtime, proxy, "joined", index, pipeline, options, depth, proxy_limit)
             used = {p for q in joined["ranked"] for p in read_parts(proxy.path / "parts.tsv")[q]}
             single = run_split(runtime, _only(proxy, "single", used), "single", index, pipeline, options, depth, 0)
@@ -175,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--depth", type=int, default=400, help="ranking depth scored (whole pool)")
     parser.add_argument("--limit", type=int, default=0, help="first N dev questions (0 = all)")
     parser.add_argument("--proxy-limit", type=int, default=0, help="first N joined questions (0 = all)")
+    parser.add_argument("--splits", choices=("both", "dev", "proxy"), default="both",
+                        help="the dev split, the proxy, or both")
     parser.add_argument("--json", dest="json_out")
     args = parser.parse_args(argv)
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
@@ -186,8 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown dataset in {keys}; use {', '.join(BENCHES)}")
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.gmtime())
     print(f"bench_multi: {started}; {platform.node()}, load {os.getloadavg()[0]:.1f}", flush=True)
-    runs = [bench_dataset(BENCHES[k], Path(args.models), configs, args.depth, args.limit, args.proxy_limit)
-            for k in keys]
+    runs = [bench_dataset(BENCHES[k], Path(args.models), configs, args.depth, args.limit, args.proxy_limit,
+                          args.splits) for k in keys]
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps({"date": started, "runs": runs}, ensure_ascii=False, indent=1) + "\n",

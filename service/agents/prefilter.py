@@ -8,7 +8,9 @@ embedding, trained on training questions → their gold articles' sections.
 
 The prefilter (:func:`prefilter_laws`) narrows a retrieval pass to the predicted laws. It is
 recall-safe: the pass *adds* candidates to the unfiltered pool rather than replacing it, and
-when the classifier is unsure it widens to more laws.
+when the classifier is unsure it widens to more laws. A second pass narrows to the most likely
+sections (:func:`prefilter_sections`): within one large code (the BGB, the Civil Code) the law
+pass cannot narrow anything, and the section pass ranks the articles of the predicted blocks.
 
 :class:`LlmLawPredictor` asks the LLM to pick among the classifier's candidate laws, and falls back
 to the classifier's ranking.
@@ -32,6 +34,8 @@ import numpy as np
 from scipy import sparse
 
 from service.agents.llm import OUTPUT_SCHEMAS, CallBudget, LlmClient, quote_json
+from service.corpus.graph import CorpusGraph
+from service.corpus.model import Filters
 from service.retrieval.tfidf import TfidfSpace
 
 log = logging.getLogger(__name__)
@@ -43,6 +47,10 @@ PREFILTER_MAX_LAWS = 3
 LOW_CONFIDENCE = 0.35
 """Below this top-law probability the prefilter widens to :data:`WIDE_LAWS` laws."""
 WIDE_LAWS = 6
+SECTION_MASS = 0.5
+SECTION_MAX = 3
+"""The section pass covers the most likely sections until their probability reaches
+:data:`SECTION_MASS`, at most :data:`SECTION_MAX` of them (up to 120 articles)."""
 RECENT_PREDICTIONS = 64
 """How many recent questions' section probabilities a classifier remembers: routing and the strategy
 it picks ask about the same question, with the same terms and vector, within milliseconds."""
@@ -225,6 +233,32 @@ def prefilter_laws(laws: Sequence[tuple[str, float]], *, mass: float = PREFILTER
         if total >= mass:
             break
     return chosen, False
+
+
+def prefilter_sections(sections: Mapping[str, float], *, mass: float = SECTION_MASS,
+                       max_sections: int = SECTION_MAX) -> list[str]:
+    """The most likely sections until their probability reaches ``mass`` (at most ``max_sections``).
+
+    Example::
+
+        prefilter_sections({"BGB#13": 0.4, "BGB#14": 0.3, "BGB#2": 0.1})   # ['BGB#13', 'BGB#14']
+    """
+    chosen, total = [], 0.0
+    for section, p in sorted(sections.items(), key=lambda kv: -kv[1])[:max_sections]:
+        chosen.append(section)
+        total += p
+        if total >= mass:
+            break
+    return chosen
+
+
+def section_filter(graph: CorpusGraph, sections: Sequence[str], base: Filters | None) -> Filters | None:
+    """``base`` narrowed to the articles of ``sections`` (by citation); ``None`` when they have none."""
+    citations = tuple(dict.fromkeys(c for s in sections for d in graph.section_articles(s)
+                                    if (c := graph.citation(d))))
+    if not citations:
+        return None
+    return (base or Filters()).narrowed("citation", citations)
 
 
 class LlmLawPredictor:

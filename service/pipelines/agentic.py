@@ -52,7 +52,13 @@ from service.agents.hyde import HydeRewriter
 from service.agents.issues import OfflineIssueRewriter
 from service.agents.llm import CallBudget, LlmClient
 from service.agents.planner import LlmPlanner, OfflinePlanner
-from service.agents.prefilter import LawPrediction, LlmLawPredictor, prefilter_laws
+from service.agents.prefilter import (
+    LawPrediction,
+    LlmLawPredictor,
+    prefilter_laws,
+    prefilter_sections,
+    section_filter,
+)
 from service.agents.rewriters.conditions import LlmConditionsRewriter, OfflineConditionsRewriter
 from service.agents.rewriters.decompose import LlmDecomposeRewriter, OfflineDecomposeRewriter, split_issues
 from service.agents.rewriters.repair import LlmRepairRewriter, OfflineRepairRewriter
@@ -312,26 +318,29 @@ class AgenticPipeline:
             hit.provenance.append(Provenance("memory", 0, rank, ""))
 
     def _prefilter(self, state: AgenticState, resources: IndexResources) -> None:
-        laws = [(law, p) for law, p in state.law.get("laws", [])]
-        if not laws or len(resources.graph.laws()) < 2:
-            return
-        chosen, widened = prefilter_laws(laws)
-        if not chosen:
-            return
+        """The law-prefiltered pass (several laws) and the section pass (the most likely sections)."""
         request = state.search_request()
-        filters = (request.filters or Filters()).narrowed("law", tuple(chosen))
         depth = self.settings.agents.prefilter_depth
-        backend = self.runtime.backend
-        bm25 = backend.bm25(request.index, request.query, k=depth, filters=filters, lang=request.lang)
-        knn = backend.knn(request.index, state.vector, k=depth, filters=filters) if state.vector is not None else []
-        fused = self.hybrid.fuse(Probe(bm25, knn, None))[:depth]
-        for rank, hit in enumerate(fused, start=1):
-            target = state.pool.get(hit.doc_id)
-            if target is None:
-                target = state.pool[hit.doc_id] = Hit(doc_id=hit.doc_id, score=0.0)
-            target.ranks["prefilter"] = rank
-            target.provenance.append(Provenance("prefilter", 0, rank, ""))
-        state.trace["prefilter"] = {"laws": chosen, "widened": widened, "hits": len(fused)}
+        trace: dict[str, Any] = {}
+        laws = [(law, p) for law, p in state.law.get("laws", [])]
+        if laws and len(resources.graph.laws()) > 1:
+            chosen, widened = prefilter_laws(laws)
+            if chosen:
+                filters = (request.filters or Filters()).narrowed("law", tuple(chosen))
+                fused = self.hybrid.filtered(request.index, request.query, state.vector, k=depth, filters=filters,
+                                             lang=request.lang)
+                _add_ranked(state.pool, fused, "prefilter")
+                trace.update({"laws": chosen, "widened": widened, "hits": len(fused)})
+        if state.options.sections:
+            sections = prefilter_sections(state.law.get("sections", {}))
+            filters = section_filter(resources.graph, sections, request.filters) if sections else None
+            if filters is not None:
+                fused = self.hybrid.filtered(request.index, request.query, state.vector, k=depth, filters=filters,
+                                             lang=request.lang)
+                _add_ranked(state.pool, fused, "section")
+                trace.update({"sections": sections, "section_hits": len(fused)})
+        if trace:
+            state.trace["prefilter"] = trace
 
     def _search_issues(self, state: AgenticState, models: TrainedModels | None, resources: IndexResources) -> None:
         """Segment the question (LLM sub-questions when configured, else offline) and, for two or more
@@ -716,6 +725,16 @@ class AgenticPipeline:
         response = self.finish(state)
         response.trace["timings_ms"]["total"] = round((time.perf_counter() - started) * 1000, 3)
         return response
+
+
+def _add_ranked(pool: dict[str, Hit], hits: Sequence[Hit], key: str) -> None:
+    """Record each hit's rank under ``key`` (provenance ``key``, round 0), adding new ones to the pool."""
+    for rank, hit in enumerate(hits, start=1):
+        target = pool.get(hit.doc_id)
+        if target is None:
+            target = pool[hit.doc_id] = Hit(doc_id=hit.doc_id, score=0.0)
+        target.ranks[key] = rank
+        target.provenance.append(Provenance(key, 0, rank, ""))
 
 
 def _issue_context(evidence: IssueEvidence) -> IssueContext:

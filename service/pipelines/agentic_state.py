@@ -44,6 +44,7 @@ class AgenticOptions:
         quotas: let each issue's finds join the pool (off: issues only rank candidates already there).
         cocitation: add the training companions of the best candidates (needs a model folder).
         balance: give each issue's best candidates a place in the first ten.
+        sections: the section pass of the prefilter (the most likely sections' articles).
     """
 
     reranker: str = "learned"
@@ -56,6 +57,7 @@ class AgenticOptions:
     quotas: bool = True
     cocitation: bool = True
     balance: bool = True
+    sections: bool = True
 
     @classmethod
     def parse(cls, options: Mapping[str, Any], defaults: AgenticOptions) -> AgenticOptions:
@@ -80,7 +82,8 @@ class AgenticOptions:
         rounds = option_int(options, "max_rounds", None, low=0, high=4)
         if rounds is not None:
             values["max_rounds"] = rounds
-        for name in ("prefilter", "hyde", "citations", "issues", "quotas", "cocitation", "balance"):
+        for name in ("prefilter", "hyde", "citations", "issues", "quotas", "cocitation", "balance",
+                     "sections"):
             if options.get(name) not in (None, ""):
                 values[name] = option_flag(options, name)
         return replace(defaults, **values)
@@ -88,14 +91,16 @@ class AgenticOptions:
     def to_json(self) -> dict[str, Any]:
         return {"reranker": self.reranker, "agents": list(self.agents), "max_rounds": self.max_rounds,
                 "prefilter": self.prefilter, "hyde": self.hyde, "citations": self.citations, "issues": self.issues,
-                "quotas": self.quotas, "cocitation": self.cocitation, "balance": self.balance}
+                "quotas": self.quotas, "cocitation": self.cocitation, "balance": self.balance,
+                "sections": self.sections}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AgenticOptions:
         return cls(reranker=data["reranker"], agents=tuple(data["agents"]), max_rounds=int(data["max_rounds"]),
                    prefilter=bool(data["prefilter"]), hyde=bool(data["hyde"]), citations=bool(data["citations"]),
                    issues=bool(data.get("issues", True)), quotas=bool(data.get("quotas", True)),
-                   cocitation=bool(data.get("cocitation", True)), balance=bool(data.get("balance", True)))
+                   cocitation=bool(data.get("cocitation", True)), balance=bool(data.get("balance", True)),
+                   sections=bool(data.get("sections", True)))
 
 
 # ----- state and steps -------------------------------------------------------------------------

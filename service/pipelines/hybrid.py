@@ -76,6 +76,14 @@ class HybridPipeline:
             return fusion.rrf(lists, k=self.settings.rrf_k, weights=weights)
         return fusion.linear(lists, weights=weights, normalization=self.settings.normalization)
 
+    def filtered(self, index: str, query: str, vector: np.ndarray | None, *, k: int, filters: Filters | None,
+                 lang: str) -> list[Hit]:
+        """BM25 and kNN of ``query`` (and its ``vector``) under ``filters``, fused, top ``k``: the
+        agentic pipeline's extra passes (prefiltered, per issue)."""
+        bm25 = self.backend.bm25(index, query, k=k, filters=filters, lang=lang)
+        knn = self.backend.knn(index, vector, k=k, filters=filters) if vector is not None else []
+        return self.fuse(Probe(bm25, knn, None))[:k]
+
     def run(self, request: SearchRequest) -> SearchResponse:
         request = request.validated(self.settings.max_query_chars)
         watch = Stopwatch()

@@ -7,17 +7,21 @@ each issue is searched as a question of its own:
 - a hybrid pass (BM25 + kNN, fused) whose top :data:`ISSUE_QUOTA` join the pool;
 - the law/section classifier and the question memory on the issue alone; the memory's top
   :data:`ISSUE_MEMORY` join the pool;
-- a law-prefiltered pass over the issue's predicted laws, whose top :data:`ISSUE_PREFILTER` join.
+- a law-prefiltered pass over the issue's predicted laws and a pass over its most likely sections,
+  whose top :data:`ISSUE_PREFILTER` each join.
 
 Each issue's quota is its own: the whole question's first retrieval (the hybrid top 100) stays in
 the pool, and the issues add to it. A candidate records its rank in each issue's lists
-(``hit.ranks["issue<j>"]``, ``"issue<j>_memory"``, ``"issue<j>_prefilter"``), and the issues'
-priors travel with the state (:class:`IssueEvidence`), so the reranker can see which issue a
-candidate answers (:mod:`service.rerank.features`).
+(``hit.ranks["issue<j>"]``, ``"issue<j>_memory"``, ``"issue<j>_prefilter"``, ``"issue<j>_section"``),
+and the issues' priors travel with the state (:class:`IssueEvidence`), so the reranker can see which
+issue a candidate answers (:mod:`service.rerank.features`). :func:`balance` then gives each issue's
+best candidate a place in the first ten.
 
 Example::
 
-    evidence = IssueSearch(backend, embedder, hybrid, settings).search(state_like, issues, models, graph)
+    found = IssueSearch(backend, embedder, hybrid).search(
+        ["公司辞退我能要补偿吗？", "房东不退押金怎么办？"], index="stard", language="zh", lang="zh", filters=None,
+        pool=pool, classifier=models.law_classifier, memory=models.memory, graph=graph, prefilter=True)
 """
 
 from __future__ import annotations
@@ -29,13 +33,13 @@ from typing import Any
 import numpy as np
 
 from service.agents.issues import Topic
-from service.agents.prefilter import LawClassifier, prefilter_laws
+from service.agents.prefilter import LawClassifier, prefilter_laws, prefilter_sections, section_filter
 from service.analysis.chain import analyzer_for
 from service.backends.base import SearchBackend
 from service.corpus.graph import CorpusGraph
 from service.corpus.model import Filters, Hit, Provenance
 from service.embeddings.base import Embedder
-from service.pipelines.hybrid import HybridPipeline, Probe
+from service.pipelines.hybrid import HybridPipeline
 from service.rerank.priors import MemoryVote, QuestionMemory
 
 ISSUE_QUOTA = 30
@@ -142,9 +146,7 @@ class IssueSearch:
         for j, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
             evidence = IssueEvidence(text)
             terms = analyzer.tokens(text)
-            bm25 = self.backend.bm25(index, text, k=self.quota, filters=filters, lang=lang)
-            knn = self.backend.knn(index, vector, k=self.quota, filters=filters)
-            fused = self.hybrid.fuse(Probe(bm25, knn, None))[: self.quota]
+            fused = self.hybrid.filtered(index, text, vector, k=self.quota, filters=filters, lang=lang)
             for rank, hit in enumerate(fused, start=1):
                 _add(pool, hit.doc_id, f"issue{j}", rank, "issue", text, join=quotas)
             evidence.hits = len(fused)
@@ -155,9 +157,9 @@ class IssueSearch:
                 order = np.argsort(-section_p)[:KEPT_SECTIONS]
                 evidence.sections = {classifier.sections[i]: round(float(section_p[i]), 6) for i in order
                                      if section_p[i] > 1e-4}
-                if prefilter and len(graph.laws()) > 1:
-                    self._prefilter(j, text, vector, laws, index=index, lang=lang, filters=filters, pool=pool,
-                                   join=quotas)
+                if prefilter:
+                    self._prefilter(j, text, vector, laws, evidence.sections, index=index, lang=lang,
+                                    filters=filters, pool=pool, graph=graph, join=quotas)
             if memory is not None:
                 votes = memory.votes(terms, vector)
                 kept = [(d, v) for d, v in votes.items() if d in graph][:KEPT_VOTES]
@@ -168,17 +170,22 @@ class IssueSearch:
             out.append(evidence)
         return out
 
-    def _prefilter(self, j: int, text: str, vector: np.ndarray, laws: Sequence[tuple[str, float]], *, index: str,
-                   lang: str, filters: Filters | None, pool: dict[str, Hit], join: bool) -> None:
+    def _prefilter(self, j: int, text: str, vector: np.ndarray, laws: Sequence[tuple[str, float]],
+                   sections: Mapping[str, float], *, index: str, lang: str, filters: Filters | None,
+                   pool: dict[str, Hit], graph: CorpusGraph, join: bool) -> None:
+        """The issue's law pass (several laws) and section pass, as for the whole question."""
+        passes: list[tuple[str, Filters | None]] = []
         chosen, _ = prefilter_laws(laws)
-        if not chosen:
-            return
-        narrowed = (filters or Filters()).narrowed("law", tuple(chosen))
-        depth = self.prefilter_quota
-        bm25 = self.backend.bm25(index, text, k=depth, filters=narrowed, lang=lang)
-        knn = self.backend.knn(index, vector, k=depth, filters=narrowed)
-        for rank, hit in enumerate(self.hybrid.fuse(Probe(bm25, knn, None))[:depth], start=1):
-            _add(pool, hit.doc_id, f"issue{j}_prefilter", rank, "issue_prefilter", text, join=join)
+        if chosen and len(graph.laws()) > 1:
+            passes.append(("prefilter", (filters or Filters()).narrowed("law", tuple(chosen))))
+        best = prefilter_sections(sections)
+        passes.append(("section", section_filter(graph, best, filters) if best else None))
+        for kind, narrowed in passes:
+            if narrowed is None:
+                continue
+            hits = self.hybrid.filtered(index, text, vector, k=self.prefilter_quota, filters=narrowed, lang=lang)
+            for rank, hit in enumerate(hits, start=1):
+                _add(pool, hit.doc_id, f"issue{j}_{kind}", rank, f"issue_{kind}", text, join=join)
 
 
 def issue_ranks(hit: Hit, issues: int, kind: str = "") -> list[int]:
@@ -196,7 +203,7 @@ def issue_of(hit: Hit, issues: int) -> int | None:
     """The issue a candidate answers: the one whose lists rank it best (``None`` when none found it)."""
     best: tuple[int, int] | None = None
     for j in range(issues):
-        for key in (f"issue{j}", f"issue{j}_memory", f"issue{j}_prefilter"):
+        for key in (f"issue{j}", f"issue{j}_memory", f"issue{j}_prefilter", f"issue{j}_section"):
             rank = hit.ranks.get(key)
             if rank is not None and (best is None or (rank, j) < best):
                 best = (rank, j)

@@ -13,7 +13,8 @@ One row per candidate. The columns (:data:`FEATURE_NAMES`) come from:
 - the article itself: relative position in its law, number, law size, length;
 - the issues of a multi-issue question (:mod:`service.pipelines.issue_pool`): per candidate, the
   best evidence of any one issue: its rank in the issue's hybrid, memory and prefiltered lists, the
-  issue's law, section and memory priors, and the share of issues that found it. A question with
+  issue's law, section and memory priors, and the share of issues that found it (and the rank in the
+  section pass, ``section``, for the whole question). A question with
   one issue gets the whole question's values, so single- and multi-issue pools share one scale;
 - co-citation (:mod:`service.rerank.cocitation`): how strongly the best candidates' training
   companions call for the candidate (summed and strongest weight).
@@ -46,13 +47,13 @@ from service.rerank.priors import ArticlePrior, MemoryVote
 AGENT_COLUMNS: tuple[str, ...] = ("terminology", "conditions", "decompose", "supportive", "repair", "hyde")
 ISSUE_COLUMNS: tuple[str, ...] = (
     "issue_count", "issue_rank_log", "issue_cover", "issue_law_logp", "issue_section_logp", "issue_memory_vote",
-    "issue_memory_rank_log", "issue_prefilter_rank_log",
+    "issue_memory_rank_log", "issue_prefilter_rank_log", "issue_section_rank_log",
 )
 """The best evidence any one issue of the question has for a candidate (see :class:`IssueContext`)."""
 FEATURE_NAMES: tuple[str, ...] = (
     "bm25", "bm25_z", "bm25_rank_log", "knn", "knn_z", "knn_rank_log", "hybrid_rank_log", "rrf",
-    "prefilter_rank_log", "memory_vote", "memory_best", "memory_rank_log", "prior_log", "prior_law_share",
-    "law_logp", "law_rank", "section_logp", "law_prior_log",
+    "prefilter_rank_log", "section_rank_log", "memory_vote", "memory_best", "memory_rank_log", "prior_log",
+    "prior_law_share", "law_logp", "law_rank", "section_logp", "law_prior_log",
     "n_agents", "n_rounds", "n_rewrites", "best_agent_rank_log", "agent_rrf",
     *(f"agent_{a}" for a in AGENT_COLUMNS), *(f"agent_{a}_z" for a in AGENT_COLUMNS), "agent_z_max",
     "cites_top", "cited_by_top", "neighbour_of_top", "same_law_top10",
@@ -252,6 +253,8 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext) -> np.ndarray:
         row[col["rrf"]] = rrf
         prefilter_rank = ranks.get("prefilter")
         row[col["prefilter_rank_log"]] = log(prefilter_rank) if prefilter_rank is not None else missing_rank
+        section_rank = ranks.get("section")
+        row[col["section_rank_log"]] = log(section_rank) if section_rank is not None else missing_rank
         vote = memory.get(d)
         if vote:
             row[col["memory_vote"]] = vote.vote
@@ -290,7 +293,10 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext) -> np.ndarray:
 _ISSUE_COPIES = tuple((_COL[a], _COL[b]) for a, b in (
     ("issue_rank_log", "hybrid_rank_log"), ("issue_law_logp", "law_logp"), ("issue_section_logp", "section_logp"),
     ("issue_memory_vote", "memory_vote"), ("issue_memory_rank_log", "memory_rank_log"),
-    ("issue_prefilter_rank_log", "prefilter_rank_log")))
+    ("issue_prefilter_rank_log", "prefilter_rank_log"), ("issue_section_rank_log", "section_rank_log")))
+_ISSUE_LISTS = {"": _COL["issue_rank_log"], "_memory": _COL["issue_memory_rank_log"],
+                "_prefilter": _COL["issue_prefilter_rank_log"], "_section": _COL["issue_section_rank_log"]}
+"""Suffix of an issue's list in ``hit.ranks`` (``issue<j><suffix>``) → the column of its best rank."""
 _ISSUE_COUNT = _COL["issue_count"]
 _ISSUE_COVER = _COL["issue_cover"]
 
@@ -309,21 +315,17 @@ def _issue_columns(row: list[float], hit: Hit, issues: Sequence[IssueContext], l
     col = _COL
     log = math.log
     ranks = hit.ranks
-    best_rank = best_memory_rank = best_prefilter_rank = None
+    best: dict[str, int] = {}
     found = 0
     law_logp = section_logp = -math.inf
     vote = 0.0
     for j, issue in enumerate(issues):
-        rank = ranks.get(f"issue{j}")
-        if rank is not None:
+        if f"issue{j}" in ranks:
             found += 1
-            best_rank = rank if best_rank is None else min(best_rank, rank)
-        rank = ranks.get(f"issue{j}_memory")
-        if rank is not None:
-            best_memory_rank = rank if best_memory_rank is None else min(best_memory_rank, rank)
-        rank = ranks.get(f"issue{j}_prefilter")
-        if rank is not None:
-            best_prefilter_rank = rank if best_prefilter_rank is None else min(best_prefilter_rank, rank)
+        for kind in _ISSUE_LISTS:
+            rank = ranks.get(f"issue{j}{kind}")
+            if rank is not None and rank < best.get(kind, rank + 1):
+                best[kind] = rank
         law_logp = max(law_logp, log(issue.law_probabilities.get(law, 0.0) + _EPS))
         section_p = issue.section_probabilities.get(block, 0.0) if block is not None else 0.0
         section_logp = max(section_logp, log(section_p + _EPS))
@@ -331,14 +333,13 @@ def _issue_columns(row: list[float], hit: Hit, issues: Sequence[IssueContext], l
         if memory_vote is not None:
             vote = max(vote, memory_vote.vote)
     row[col["issue_count"]] = float(len(issues))
-    row[col["issue_rank_log"]] = log(best_rank) if best_rank is not None else missing_rank
     row[col["issue_cover"]] = found / len(issues)
     row[col["issue_law_logp"]] = law_logp
     row[col["issue_section_logp"]] = section_logp
     row[col["issue_memory_vote"]] = vote
-    row[col["issue_memory_rank_log"]] = log(best_memory_rank) if best_memory_rank is not None else missing_rank
-    row[col["issue_prefilter_rank_log"]] = log(best_prefilter_rank) if best_prefilter_rank is not None \
-        else missing_rank
+    for kind, column in _ISSUE_LISTS.items():
+        rank = best.get(kind)
+        row[column] = log(rank) if rank is not None else missing_rank
 
 
 def _agent_columns(row: list[float], hit: Hit, missing_rank: float) -> None:

@@ -46,13 +46,15 @@ def test_statements_after_the_last_question_join_it() -> None:
 def test_a_topic_model_merges_neighbours_on_one_topic_and_keeps_the_others_apart() -> None:
     labour, tenancy = np.array([0.9, 0.1, 0.0]), np.array([0.0, 0.1, 0.9])
 
-    def topic(span: str) -> np.ndarray:
-        return tenancy if "押金" in span or "房东" in span else labour
+    def topic(span: str) -> np.ndarray:  # additive, like term evidence
+        return labour * span.count("补偿") + tenancy * (span.count("押金") + span.count("房东"))
 
     text = "公司辞退我能要补偿吗？补偿金额是多少？房东不退押金怎么办？"
     issues = segment_issues(text, "zh", topic)
     assert [i.text for i in issues] == ["公司辞退我能要补偿吗？补偿金额是多少？", "房东不退押金怎么办？"]
     assert len(segment_issues(text, "zh", topic, same_topic=0.01)) == 1  # cosine 0.012: one topic at this bar
+    merged = segment_issues(text, "zh", topic, divide=False)  # bottom-up merging finds the same issues
+    assert [i.text for i in merged] == [i.text for i in issues]
     assert len(segment_issues(text, "zh", lambda span: np.zeros(3))) == 1  # spans without a topic stay together
 
 
