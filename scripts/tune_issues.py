@@ -5,7 +5,7 @@ The split is cut into folds. For each fold, the law/section classifier (the segm
 model) is fitted on the other folds, and the fold's questions are segmented twice: alone (they
 should stay one issue) and joined two or three at a time into multi-issue questions
 (``joined_for_training``; the true boundaries are where the parts meet). For every topic-cosine
-threshold of the grid (``same_topic``), dividing top-down and merging bottom-up, it reports:
+threshold of the grid (``same_topic``) it reports:
 
 - *singles kept whole*: share of single questions segmented into one issue;
 - *joined count*: share of joined questions segmented into as many issues as they have parts;
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     vectors = runtime.embedder.embed_queries([q.text for q, _ in rows])
     sections = [[graph.info(d).block for d in g] for _, g in rows]  # type: ignore[union-attr]
     law_of = {s: s.rsplit("#", 1)[0] for labels in sections for s in labels}
-    grid = [(divide, float(x)) for divide in (True, False) for x in args.grid.split(",")]
+    grid = [float(x) for x in args.grid.split(",")]
     tolerance = TOLERANCE.get(language, TOLERANCE["default"])
     kept = {t: [] for t in grid}
     counted = {t: [] for t in grid}
@@ -94,10 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         texts = {rows[i][0].qid: rows[i][0].text for i in held}
         for threshold in grid:
             for i in held:
-                kept[threshold].append(len(segment_issues(rows[i][0].text, language, cached, divide=threshold[0],
-                                                          same_topic=threshold[1])) == 1)
+                kept[threshold].append(len(segment_issues(rows[i][0].text, language, cached,
+                                                          same_topic=threshold)) == 1)
             for j in joined:
-                issues = segment_issues(j.text, language, cached, divide=threshold[0], same_topic=threshold[1])
+                issues = segment_issues(j.text, language, cached, same_topic=threshold)
                 counted[threshold].append(len(issues) == len(j.parts))
                 truth = _boundaries(j.text, [texts[p] for p in j.parts], language)
                 starts = [i.start for i in issues[1:]]
@@ -106,14 +106,14 @@ def main(argv: list[str] | None = None) -> int:
                 found[threshold][2] += len(truth)
     print(f"{dataset.name} / {args.split}: {len(rows)} questions, {args.folds} folds, "
           f"{len(counted[grid[0]])} joined ({time.perf_counter() - started:.0f} s)")
-    print(f"{'method':>8} {'cosine':>8} {'singles whole':>14} {'joined count':>13} {'boundary P':>11} "
+    print(f"{'cosine':>8} {'singles whole':>14} {'joined count':>13} {'boundary P':>11} "
           f"{'R':>6} {'F1':>6}")
     for threshold in grid:
         correct, predicted, true = found[threshold]
         p = correct / predicted if predicted else 0.0
         r = correct / true if true else 0.0
         f1 = 2 * p * r / (p + r) if p + r else 0.0
-        print(f"{'divide' if threshold[0] else 'merge':>8} {threshold[1]:>8.2f} {np.mean(kept[threshold]):>14.3f} "
+        print(f"{threshold:>8.2f} {np.mean(kept[threshold]):>14.3f} "
               f"{np.mean(counted[threshold]):>13.3f} "
               f"{p:>11.3f} {r:>6.3f} {f1:>6.3f}")
     return 0
