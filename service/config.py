@@ -113,30 +113,48 @@ class EngineSettings:
         return out
 
 
+EMBEDDER_KINDS: tuple[str, ...] = ("use", "e5", "onnx", "sentence-transformers", "openai")
+
+
 @dataclass(frozen=True)
 class EmbedderSettings:
     """Which embedding model turns text into vectors."""
 
     kind: str = "use"
-    """use (multilingual USE v3), e5 (multilingual-e5-small), sentence-transformers, openai."""
+    """use (multilingual USE v3), e5 (multilingual-e5-small), onnx (a langchain4j jar), sentence-transformers,
+    openai."""
     model_path: str = ""
+    """sentence-transformers: the model folder; onnx: a jar file ('' = find ``model`` in the Maven repository)."""
     url: str = ""
     api_key: str = ""
     model: str = ""
+    """openai: the model name; onnx: the jar's model, e.g. bge-small-zh-v15-q (docs/EMBEDDERS.md)."""
+    max_tokens: int = 0
+    """onnx: longest input in tokens; longer texts are cut (0 = the model's limit, 512 for BGE and e5)."""
+    maven_repo: str = ""
+    """onnx: the local Maven repository holding the jars ('' = $M2_REPO or ~/.m2/repository)."""
     batch_size: int = 64
     cache_dir: str = "var/embedding-cache"
     threads: int = 2
 
     def problems(self) -> list[str]:
         out = []
-        if self.kind not in ("use", "e5", "sentence-transformers", "openai"):
-            out.append(f"embedder.kind must be use, e5, sentence-transformers or openai, not {self.kind!r}")
+        if self.kind not in EMBEDDER_KINDS:
+            out.append(f"embedder.kind must be {', '.join(EMBEDDER_KINDS[:-1])} or {EMBEDDER_KINDS[-1]}, "
+                       f"not {self.kind!r}")
         if self.kind == "sentence-transformers" and not self.model_path:
             out.append("embedder.model_path is required for embedder.kind=sentence-transformers")
         if self.kind == "openai" and not (self.url and self.model):
             out.append("embedder.url and embedder.model are required for embedder.kind=openai")
+        if self.kind == "onnx" and not (self.model or self.model_path):
+            out.append("embedder.model (e.g. bge-small-zh-v15-q) or embedder.model_path (a jar) is required "
+                       "for embedder.kind=onnx")
+        if self.max_tokens < 0:
+            out.append("embedder.max_tokens must be >= 0")
         if self.batch_size < 1:
             out.append("embedder.batch_size must be at least 1")
+        if self.threads < 1:
+            out.append("embedder.threads must be at least 1")
         return out
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from service.config import Settings, load_settings
+from service.config import EMBEDDER_KINDS, Settings, load_settings
 
 
 def add_common_options(parser: argparse.ArgumentParser) -> None:
@@ -23,9 +23,10 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--api-key", dest="engine_api_key", help="engine API key")
     group.add_argument("--ca-cert", help="CA certificate file for the engine's TLS")
     group.add_argument("--index", help="embedded: index folder; engines: index or alias name")
-    group.add_argument("--embedder", choices=["use", "e5", "sentence-transformers", "openai"],
+    group.add_argument("--embedder", choices=EMBEDDER_KINDS,
                        help="embedding model (default: use)")
-    group.add_argument("--model-path", help="local model folder for --embedder sentence-transformers")
+    group.add_argument("--embedder-model", help="model of --embedder onnx (e.g. bge-small-zh-v15-q) or openai")
+    group.add_argument("--model-path", help="--embedder sentence-transformers: model folder; onnx: a jar file")
     group.add_argument("--llm-url", help="OpenAI-compatible LLM base URL (default: offline)")
     group.add_argument("--llm-model", help="LLM model name")
     group.add_argument("--llm-key", help="LLM API key (or LEXSEARCH_LLM_API_KEY)")
@@ -38,7 +39,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     overrides: dict[str, dict[str, Any]] = {
         "backend": {"kind": get("backend"), "url": get("url"), "username": get("username"),
                     "password": get("password"), "api_key": get("engine_api_key"), "ca_cert": get("ca_cert")},
-        "embedder": {"kind": get("embedder"), "model_path": get("model_path")},
+        "embedder": {"kind": get("embedder"), "model": get("embedder_model"), "model_path": get("model_path")},
         "llm": {"base_url": get("llm_url"), "model": get("llm_model"), "api_key": get("llm_key")},
         "index": {"model_dir": get("model_dir")},
     }

@@ -52,6 +52,11 @@ def build_embedder(settings: Settings) -> CachedEmbedder:
         from service.embeddings.e5 import E5Embedder
 
         inner = E5Embedder(threads=cfg.threads)
+    elif cfg.kind == "onnx":
+        from service.embeddings.onnx import OnnxEmbedder
+
+        inner = OnnxEmbedder(cfg.model, jar=cfg.model_path, repository=cfg.maven_repo, max_tokens=cfg.max_tokens,
+                             threads=cfg.threads)
     elif cfg.kind == "sentence-transformers":
         from service.embeddings.sentence_transformer import SentenceTransformerEmbedder
 
