@@ -107,11 +107,12 @@ def prepare(runtime: Runtime, dataset: Dataset, split: str, index: str, graph: C
         raise DataError(f"{dataset.path}: split {split!r} has no question with a gold article in the index")
     language = dataset.language if dataset.language and "," not in dataset.language else ""
     tokens = [analyzer_for(q.lang or language or detect_language(q.text)).tokens(q.text) for q in queries]
-    vectors = runtime.embedder.embed_queries([q.text for q in queries])
+    embedder = runtime.index_embedder(index)
+    vectors = embedder.embed_queries([q.text for q in queries])
     gold_ids = sorted({d for g in golds for d in g})
     docs = runtime.backend.fetch(index, gold_ids)
     gold_terms = {d: set(analyzer_for(doc.lang or language).tokens(bm25_text(doc))) for d, doc in docs.items()}
-    doc_vectors = runtime.embedder.embed_documents([embedding_text(docs[d]) for d in gold_ids if d in docs])
+    doc_vectors = embedder.embed_documents([embedding_text(docs[d]) for d in gold_ids if d in docs])
     gold_vectors = {d: v for d, v in zip([d for d in gold_ids if d in docs], doc_vectors, strict=True)}
     return TrainingData(queries, golds, tokens, vectors, gold_terms, gold_vectors, language)
 
@@ -257,7 +258,7 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     _say(progress, "building the corpus vocabulary")
     vocabulary = Vocabulary.build(runtime.backend.scan(index), default_lang=data.language)
     t = lap("vocabulary", t)
-    embedder = runtime.embedder.name
+    embedder = runtime.index_embedder(index).name
     parts = folds_of(len(data.queries), folds)
     k = max(100, runtime.settings.retrieval.depth)
     fold_models = []

@@ -242,7 +242,8 @@ class JobRunner:
         docs = [LegalDoc.from_dict(d) for d in req["documents"]]
         self.store.mark_running(job_id, "indexing", {"documents": len(docs)})
         runtime = self.ctx.runtime
-        report = index_documents(runtime.backend, runtime.embedder, req["index"], docs,
+        embedder = runtime.index_embedder(req["index"], req.get("language", ""))
+        report = index_documents(runtime.backend, embedder, req["index"], docs,
                                  language=req.get("language", ""))
         result = {"index": req["index"], "sent": report.sent + len(req.get("rejected", [])),
                   "indexed": report.indexed, "failed": report.failed, "rejected": req.get("rejected", [])}

@@ -253,12 +253,13 @@ def run(args: argparse.Namespace) -> int:
     check_training_split(args.split)
     settings = settings_from_args(args)
     runtime = Runtime(settings)
+    dataset = Dataset(args.data)
     latency_runtime = None
     if args.latency_model:
         if not Path(args.latency_model, "manifest.json").is_file():
             raise InvalidInput(f"--latency-model {args.latency_model}: no trained models there (manifest.json missing)")
-        latency_runtime = Runtime(settings.replace(index={"model_dir": args.latency_model}), embedder=runtime.embedder)
-    dataset = Dataset(args.data)
+        latency_runtime = Runtime(settings.replace(index={"model_dir": args.latency_model}),
+                                  embedder=runtime.embedder_for(dataset.language))
     entry = calibrate(runtime, dataset, args.split, limit=args.limit, recall_target=args.recall_target,
                       latency_budget=args.latency_budget, confidence=args.confidence, store=not args.dry_run,
                       progress=progress_enabled(), latency_runtime=latency_runtime)

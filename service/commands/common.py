@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from service.config import EMBEDDER_KINDS, Settings, load_settings
+from service.config import EMBEDDER_KINDS, Settings, load_settings, parse_embedder_spec
+from service.errors import InvalidInput
 
 
 def add_common_options(parser: argparse.ArgumentParser) -> None:
@@ -23,9 +24,9 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--api-key", dest="engine_api_key", help="engine API key")
     group.add_argument("--ca-cert", help="CA certificate file for the engine's TLS")
     group.add_argument("--index", help="embedded: index folder; engines: index or alias name")
-    group.add_argument("--embedder", choices=EMBEDDER_KINDS,
-                       help="embedding model (default: use)")
-    group.add_argument("--embedder-model", help="model of --embedder onnx (e.g. bge-small-zh-v15-q) or openai")
+    group.add_argument("--embedder", metavar="SPEC",
+                       help="one embedding model for every corpus language instead of the configured ones: "
+                            f"{'|'.join(EMBEDDER_KINDS)}[:model][@max_tokens], e.g. use or onnx:bge-small-zh-v15-q")
     group.add_argument("--model-path", help="--embedder sentence-transformers: model folder; onnx: a jar file")
     group.add_argument("--llm-url", help="OpenAI-compatible LLM base URL (default: offline)")
     group.add_argument("--llm-model", help="LLM model name")
@@ -39,10 +40,18 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     overrides: dict[str, dict[str, Any]] = {
         "backend": {"kind": get("backend"), "url": get("url"), "username": get("username"),
                     "password": get("password"), "api_key": get("engine_api_key"), "ca_cert": get("ca_cert")},
-        "embedder": {"kind": get("embedder"), "model": get("embedder_model"), "model_path": get("model_path")},
+        "embedder": {"model_path": get("model_path")},
         "llm": {"base_url": get("llm_url"), "model": get("llm_model"), "api_key": get("llm_key")},
         "index": {"model_dir": get("model_dir")},
     }
+    spec, model_path = get("embedder"), get("model_path")
+    if spec:
+        if model_path and ":" not in spec:  # --embedder sentence-transformers --model-path FOLDER
+            spec = f"{spec}:{model_path}"
+        try:
+            overrides["embedder"] = {**parse_embedder_spec(spec), "per_language": ()}
+        except ValueError as exc:
+            raise InvalidInput(f"--embedder: {exc}") from None
     settings = load_settings(get("config"), overrides=overrides)
     index = get("index")
     if index:

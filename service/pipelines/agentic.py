@@ -118,7 +118,7 @@ class AgenticPipeline:
     def hybrid(self) -> HybridPipeline:
         """The hybrid pipeline whose probe and fusion the agentic search starts from."""
         if self._hybrid is None:
-            self._hybrid = HybridPipeline(self.runtime.backend, self.runtime.embedder, self.settings.retrieval)
+            self._hybrid = HybridPipeline(self.runtime.backend, self.runtime.retrieval, self.settings.retrieval)
         return self._hybrid
 
     def models(self) -> TrainedModels | None:
@@ -128,10 +128,7 @@ class AgenticPipeline:
                 self._models = load_models(self.settings.index.model_dir,
                                            compile_trees=self.settings.agents.compiled_trees)
                 self._models_loaded = True
-            models = self._models
-        if models is not None:
-            models.check_embedder(self.runtime.embedder.name)
-        return models
+            return self._models
 
     @property
     def llm_enabled(self) -> bool:
@@ -227,6 +224,9 @@ class AgenticPipeline:
             options = replace(options, agents=(), max_rounds=0, prefilter=False, hyde=False)
         watch = Stopwatch()
         models = self.models()
+        embedder = self.runtime.retrieval(request.index).embedder
+        if models is not None:
+            models.check_embedder(embedder.name)
         resources = IndexResources.get(self.runtime.backend, request.index, models)
         language = (request.lang or (models.language if models else "")
                     or detect_language(request.query, candidates=resources.languages or None,
@@ -239,7 +239,7 @@ class AgenticPipeline:
         vector = probe.vector
         if vector is None:
             with watch.stage("embed"):
-                vector = self.runtime.embedder.embed_queries([request.query])[0]
+                vector = embedder.embed_queries([request.query])[0]
         pool: dict[str, Hit] = {}
         for rank, hit in enumerate(self.hybrid.fuse(probe), start=1):
             pool[hit.doc_id] = Hit(doc_id=hit.doc_id, score=hit.score,
@@ -427,7 +427,8 @@ class AgenticPipeline:
         cfg = self.settings.agents
         backend = self.runtime.backend
         to_embed = [r.text for r in rewrites if r.dense and r.vector is None and not r.doc_ids]
-        vectors = dict(zip(to_embed, self.runtime.embedder.embed_queries(to_embed), strict=True)) if to_embed else {}
+        embedder = self.runtime.retrieval(request.index).embedder
+        vectors = dict(zip(to_embed, embedder.embed_queries(to_embed), strict=True)) if to_embed else {}
         search_terms = term_search(backend, request.index)
         priors = self._priors(state, resources)
         out: list[list[Hit]] = []

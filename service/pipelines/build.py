@@ -11,15 +11,17 @@ Example::
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 from service.backends.base import SearchBackend
-from service.config import Settings
+from service.config import EmbedderSettings, Settings
 from service.embeddings.base import Embedder
 from service.embeddings.cache import CachedEmbedder
-from service.errors import InvalidInput
+from service.errors import IndexCorrupt, InvalidInput
 from service.pipelines.base import Pipeline
-from service.pipelines.hybrid import HybridPipeline
+from service.pipelines.hybrid import HybridPipeline, IndexRetrieval
+from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights
 
 
 def build_backend(settings: Settings) -> SearchBackend:
@@ -40,9 +42,9 @@ def build_backend(settings: Settings) -> SearchBackend:
     raise InvalidInput(f"unknown backend {kind!r}")
 
 
-def build_embedder(settings: Settings) -> CachedEmbedder:
-    """The configured embedder, wrapped in the disk cache."""
-    cfg = settings.embedder
+def build_embedder(settings: Settings, language: str = "") -> CachedEmbedder:
+    """The embedder configured for a corpus in ``language`` ('' = the default one), wrapped in the disk cache."""
+    cfg = settings.embedder.for_language(language)
     inner: Embedder
     if cfg.kind == "use":
         from service.embeddings.use import UseEmbedder
@@ -72,9 +74,9 @@ def build_embedder(settings: Settings) -> CachedEmbedder:
 
 PipelineFactory = Callable[["Runtime"], Pipeline]
 _PIPELINES: dict[str, PipelineFactory] = {
-    "bm25": lambda rt: HybridPipeline(rt.backend, rt.embedder, rt.settings.retrieval, mode="bm25"),
-    "dense": lambda rt: HybridPipeline(rt.backend, rt.embedder, rt.settings.retrieval, mode="dense"),
-    "hybrid": lambda rt: HybridPipeline(rt.backend, rt.embedder, rt.settings.retrieval, mode="hybrid"),
+    "bm25": lambda rt: HybridPipeline(rt.backend, rt.retrieval, rt.settings.retrieval, mode="bm25"),
+    "dense": lambda rt: HybridPipeline(rt.backend, rt.retrieval, rt.settings.retrieval, mode="dense"),
+    "hybrid": lambda rt: HybridPipeline(rt.backend, rt.retrieval, rt.settings.retrieval, mode="hybrid"),
 }
 
 
@@ -98,14 +100,24 @@ def _load_optional_pipelines() -> None:
                 raise
 
 
+INDEX_INFO_TTL_S = 30.0
+"""How long a process trusts what it read about an index (its embedder, its fusion weights)."""
+
+
 class Runtime:
-    """Lazily built backend, embedder and pipelines for one set of settings (one per process)."""
+    """Lazily built backend, embedders and pipelines for one set of settings (one per process).
+
+    Each index is searched with the configured embedder whose name the index records
+    (:meth:`retrieval`); ``embedder`` given here replaces every configured one (tests, benchmarks).
+    """
 
     def __init__(self, settings: Settings, *, backend: SearchBackend | None = None,
                  embedder: CachedEmbedder | None = None) -> None:
         self.settings = settings
         self._backend = backend
-        self._embedder = embedder
+        self._fixed_embedder = embedder
+        self._embedders: dict[EmbedderSettings, CachedEmbedder] = {}
+        self._retrieval: dict[str, tuple[float, IndexRetrieval]] = {}
         self._pipelines: dict[str, Pipeline] = {}
         self._lock = threading.RLock()
 
@@ -118,10 +130,63 @@ class Runtime:
 
     @property
     def embedder(self) -> CachedEmbedder:
+        """The default embedder (corpora of several or unknown languages)."""
+        return self.embedder_for("")
+
+    def embedder_for(self, language: str) -> CachedEmbedder:
+        """The embedder a new index of a corpus in ``language`` gets (``"zh"``; ``"de,fr,it"`` or ``""``
+        for the default one)."""
+        if self._fixed_embedder is not None:
+            return self._fixed_embedder
+        cfg = self.settings.embedder.for_language(language)
         with self._lock:
-            if self._embedder is None:
-                self._embedder = build_embedder(self.settings)
-            return self._embedder
+            embedder = self._embedders.get(cfg)
+            if embedder is None:
+                embedder = self._embedders[cfg] = build_embedder(self.settings, language)
+            return embedder
+
+    def index_embedder(self, index: str, language: str | None = None) -> CachedEmbedder:
+        """The embedder of ``index``: the configured one whose name the index records. For an index that
+        does not exist yet, pass the corpus ``language``: it then gets :meth:`embedder_for` that language.
+
+        Raises:
+            IndexCorrupt: when no configured embedder has the name the index records.
+            IndexNotFound: when the index does not exist and no ``language`` was given.
+        """
+        if language is not None and not self.backend.exists(index):
+            return self.embedder_for(language)
+        recorded = self.backend.stats(index).embedder
+        candidates = ([("given", self._fixed_embedder)] if self._fixed_embedder is not None else
+                      [(lang, self.embedder_for("" if lang == "default" else lang))
+                       for lang, _ in self.settings.embedder.choices()])
+        for _, embedder in candidates:
+            if embedder.name == recorded:
+                return embedder
+        configured = ", ".join(f"{e.name} ({lang})" for lang, e in candidates)
+        raise IndexCorrupt(f"index {index!r} was built with embedder {recorded}, but the settings configure "
+                           f"{configured}; rebuild the index (`lexsearch index`) or configure {recorded} "
+                           "(docs/EMBEDDERS.md)")
+
+    def retrieval(self, index: str) -> IndexRetrieval:
+        """The embedder and fusion weights of ``index`` (read from the index at most every
+        :data:`INDEX_INFO_TTL_S` seconds).
+
+        Raises:
+            IndexCorrupt, IndexNotFound: see :meth:`index_embedder`.
+        """
+        now = time.monotonic()
+        with self._lock:
+            cached = self._retrieval.get(index)
+        if cached is not None and now - cached[0] < INDEX_INFO_TTL_S:
+            return cached[1]
+        found = IndexRetrieval(self.index_embedder(index), self.fusion_weights(index))
+        with self._lock:
+            self._retrieval[index] = (now, found)
+        return found
+
+    def fusion_weights(self, index: str) -> FusionWeights:
+        """The fusion weights of ``index``, by the precedence of :mod:`service.retrieval.weights`."""
+        return FusionWeights.from_settings(self.settings.retrieval) or DEFAULT_WEIGHTS
 
     def forget_query_caches(self) -> None:
         """Forget cached query vectors, question terms and law predictions, so the next search pays
@@ -129,7 +194,10 @@ class Runtime:
         from service.analysis.chain import forget_cached_terms
         from service.models import forget_recent_predictions
 
-        self.embedder.clear_query_cache()
+        with self._lock:
+            embedders = [self._fixed_embedder] if self._fixed_embedder is not None else list(self._embedders.values())
+        for embedder in embedders:
+            embedder.clear_query_cache()
         forget_cached_terms()
         forget_recent_predictions()
 

@@ -6,7 +6,8 @@ step of the routed and agentic pipelines.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -16,35 +17,55 @@ from service.corpus.model import Filters, Hit
 from service.embeddings.base import Embedder
 from service.pipelines.base import SearchRequest, SearchResponse
 from service.retrieval import fusion
+from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights
 from service.tracing import Stopwatch
+
+
+@dataclass(frozen=True)
+class IndexRetrieval:
+    """What searching one index takes besides the backend: the embedder the index was built with,
+    and the weights of its hybrid fusion (see :mod:`service.retrieval.weights`)."""
+
+    embedder: Embedder
+    weights: FusionWeights = DEFAULT_WEIGHTS
+
+
+RetrievalOf = Callable[[str], IndexRetrieval]
+"""Index name -> :class:`IndexRetrieval` (``Runtime.retrieval`` in the service)."""
 
 
 @dataclass
 class Probe:
-    """The result of one side-by-side BM25 + kNN call."""
+    """The result of one side-by-side BM25 + kNN call, with the fusion weights of the index it searched."""
 
     bm25: list[Hit]
     knn: list[Hit]
     vector: np.ndarray | None
+    weights: FusionWeights = field(default=DEFAULT_WEIGHTS)
 
 
 class HybridPipeline:
     """BM25 and kNN over the same index, fused client-side (RRF or linear), identical on every backend.
 
-    ``mode`` is ``bm25``, ``dense`` or ``hybrid``.
+    ``mode`` is ``bm25``, ``dense`` or ``hybrid``. ``retrieval`` gives each index's embedder and fusion
+    weights; pass an :class:`~service.embeddings.base.Embedder` instead to use it on every index, with
+    the weights of ``settings`` (or 0.5/0.5).
 
     Example::
 
-        pipe = HybridPipeline(backend, embedder, RetrievalSettings(), mode="hybrid")
+        pipe = HybridPipeline(backend, runtime.retrieval, RetrievalSettings(), mode="hybrid")
         pipe.run(SearchRequest("Kaution zurückfordern", index="swiss", k=10)).hits
     """
 
-    def __init__(self, backend: SearchBackend, embedder: Embedder, settings: RetrievalSettings,
+    def __init__(self, backend: SearchBackend, retrieval: RetrievalOf | Embedder, settings: RetrievalSettings,
                  *, mode: str = "hybrid") -> None:
         if mode not in ("bm25", "dense", "hybrid"):
             raise ValueError(f"unknown retrieval mode {mode!r}")
         self.backend = backend
-        self.embedder = embedder
+        if isinstance(retrieval, Embedder):
+            fixed = IndexRetrieval(retrieval, FusionWeights.from_settings(settings) or DEFAULT_WEIGHTS)
+            retrieval = lambda _index: fixed  # noqa: E731
+        self.retrieval: RetrievalOf = retrieval
         self.settings = settings
         self.mode = mode
         self.name = mode
@@ -52,17 +73,17 @@ class HybridPipeline:
     def probe(self, query: str, index: str, *, k: int, filters: Filters | None, lang: str,
               watch: Stopwatch) -> Probe:
         """Run the retrievers this mode needs, with ``k`` hits each."""
-        vector = None
-        if self.mode != "bm25":
-            with watch.stage("embed"):
-                vector = self.embedder.embed_queries([query])[0]
-        with watch.stage("retrieve"):
-            if self.mode == "bm25":
+        if self.mode == "bm25":
+            with watch.stage("retrieve"):
                 return Probe(self.backend.bm25(index, query, k=k, filters=filters, lang=lang), [], None)
+        retrieval = self.retrieval(index)
+        with watch.stage("embed"):
+            vector = retrieval.embedder.embed_queries([query])[0]
+        with watch.stage("retrieve"):
             if self.mode == "dense":
-                return Probe([], self.backend.knn(index, vector, k=k, filters=filters), vector)
+                return Probe([], self.backend.knn(index, vector, k=k, filters=filters), vector, retrieval.weights)
             bm25_hits, knn_hits = self.backend.probe(index, query, vector, k=k, filters=filters, lang=lang)
-        return Probe(bm25_hits, knn_hits, vector)
+        return Probe(bm25_hits, knn_hits, vector, retrieval.weights)
 
     def fuse(self, probe: Probe) -> list[Hit]:
         """One ranking from the probe, by the configured fusion."""
@@ -71,7 +92,7 @@ class HybridPipeline:
         if self.mode == "dense":
             return probe.knn
         lists = {"bm25": probe.bm25, "knn": probe.knn}
-        weights = {"bm25": self.settings.bm25_weight, "knn": self.settings.knn_weight}
+        weights = probe.weights.as_mapping()
         if self.settings.fusion == "rrf":
             return fusion.rrf(lists, k=self.settings.rrf_k, weights=weights)
         return fusion.linear(lists, weights=weights, normalization=self.settings.normalization)
@@ -86,4 +107,6 @@ class HybridPipeline:
             hits = self.fuse(probe)[: request.k]
         trace = {"pipeline": self.name, "timings_ms": watch.to_dict(),
                  "candidates": {"bm25": len(probe.bm25), "knn": len(probe.knn)}}
+        if self.mode == "hybrid":
+            trace["fusion_weights"] = probe.weights.to_dict()
         return SearchResponse(hits=hits, trace=trace)

