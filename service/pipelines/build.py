@@ -146,8 +146,9 @@ class Runtime:
             return embedder
 
     def index_embedder(self, index: str, language: str | None = None) -> CachedEmbedder:
-        """The embedder of ``index``: the configured one whose name the index records. For an index that
-        does not exist yet, pass the corpus ``language``: it then gets :meth:`embedder_for` that language.
+        """The embedder of ``index``: the configured one whose name the index records (the default one for
+        an attached index, which records none). For an index that does not exist yet, pass the corpus
+        ``language``: it then gets :meth:`embedder_for` that language.
 
         Raises:
             IndexCorrupt: when no configured embedder has the name the index records.
@@ -156,6 +157,8 @@ class Runtime:
         if language is not None and not self.backend.exists(index):
             return self.embedder_for(language)
         recorded = self.backend.stats(index).embedder
+        if not recorded:  # an attached index that lexsearch did not build: the default embedder
+            return self.embedder_for("")
         candidates = ([("given", self._fixed_embedder)] if self._fixed_embedder is not None else
                       [(lang, self.embedder_for("" if lang == "default" else lang))
                        for lang, _ in self.settings.embedder.choices()])

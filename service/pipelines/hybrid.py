@@ -16,8 +16,7 @@ from service.config import RetrievalSettings
 from service.corpus.model import Filters, Hit
 from service.embeddings.base import Embedder
 from service.pipelines.base import SearchRequest, SearchResponse
-from service.retrieval import fusion
-from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights
+from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights, fuse
 from service.tracing import Stopwatch
 
 
@@ -91,11 +90,7 @@ class HybridPipeline:
             return probe.bm25
         if self.mode == "dense":
             return probe.knn
-        lists = {"bm25": probe.bm25, "knn": probe.knn}
-        weights = probe.weights.as_mapping()
-        if self.settings.fusion == "rrf":
-            return fusion.rrf(lists, k=self.settings.rrf_k, weights=weights)
-        return fusion.linear(lists, weights=weights, normalization=self.settings.normalization)
+        return fuse(probe.bm25, probe.knn, probe.weights.as_mapping(), self.settings)
 
     def run(self, request: SearchRequest) -> SearchResponse:
         request = request.validated(self.settings.max_query_chars)

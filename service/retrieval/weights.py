@@ -4,8 +4,13 @@ In order of precedence:
 
 1. ``retrieval.bm25_weight`` / ``retrieval.knn_weight`` when the settings give them;
 2. the weights fitted on labelled questions by ``lexsearch train`` (stored in the model folder);
-3. the weights chosen for the index without labels when it was built (stored with the index);
+3. the weights chosen for the index without labels (:func:`calibrate_fusion`, stored with the index);
 4. 0.5 / 0.5.
+
+Both fits score the same grid of weights with the pipeline's own fusion over the same kind of
+lists (each retriever's top ``depth``) and keep the best; they differ in their questions and gold:
+training uses its labelled questions, the label-free calibration uses known-item pseudo-queries
+generated from the corpus (see :func:`calibrate_fusion`).
 
 Example::
 
@@ -16,9 +21,13 @@ Example::
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from service.corpus.model import Hit
+from service.evaluation.metrics import mean, mrr_at, recall_at
+from service.retrieval import fusion
 
 if TYPE_CHECKING:
     from service.config import RetrievalSettings
@@ -27,6 +36,8 @@ log = logging.getLogger(__name__)
 
 FUSION_KEY = "fusion"
 """The index-metadata entry (and model-manifest entry) holding fusion weights."""
+GRID = tuple(round(0.05 * i, 2) for i in range(21))
+"""BM25 weights tried (the kNN weight is one minus it)."""
 
 
 @dataclass(frozen=True)
@@ -34,7 +45,7 @@ class FusionWeights:
     """The weights of the two retrievers' normalised scores, and where they came from.
 
     Attributes:
-        bm25, knn: non-negative weights (they need not sum to 1).
+        bm25, knn: non-negative weights, not both 0 (they need not sum to 1).
         source: ``settings``, ``model`` (trained), ``index`` (label-free, stored with the index) or
             ``default``.
     """
@@ -57,9 +68,12 @@ class FusionWeights:
         return FusionWeights(settings.bm25_weight, settings.knn_weight, "settings")
 
     @staticmethod
-    def read(entry: Any, source: str) -> FusionWeights | None:
-        """Weights from a stored ``{"bm25": .., "knn": ..}`` entry; ``None`` when absent or malformed."""
+    def read(entry: Any, source: str, settings: RetrievalSettings) -> FusionWeights | None:
+        """Weights from a stored entry (:meth:`FusionFit.to_dict`); ``None`` when absent, malformed,
+        or fitted for another fusion than the settings use."""
         if not isinstance(entry, Mapping):
+            return None
+        if entry.get("fusion", settings.fusion) != fusion_method(settings):
             return None
         try:
             bm25, knn = float(entry["bm25"]), float(entry["knn"])
@@ -73,3 +87,64 @@ class FusionWeights:
 
 
 DEFAULT_WEIGHTS = FusionWeights(0.5, 0.5, "default")
+
+
+def fusion_method(settings: RetrievalSettings) -> str:
+    """The fusion a weight was fitted for: ``linear-zscore``, ``linear-minmax`` or ``rrf-<k>``."""
+    return f"rrf-{settings.rrf_k}" if settings.fusion == "rrf" else f"linear-{settings.normalization}"
+
+
+def fuse(bm25: Sequence[Hit], knn: Sequence[Hit], weights: Mapping[str, float],
+         settings: RetrievalSettings) -> list[Hit]:
+    """The hybrid ranking of two lists, by the settings' fusion (the hybrid pipeline's own rule)."""
+    lists = {"bm25": bm25, "knn": knn}
+    if settings.fusion == "rrf":
+        return fusion.rrf(lists, k=settings.rrf_k, weights=weights)
+    return fusion.linear(lists, weights=weights, normalization=settings.normalization)
+
+
+@dataclass(frozen=True)
+class FusionFit:
+    """The chosen weights and the evidence: Recall@10 and MRR@10 of every weight on the grid."""
+
+    bm25: float
+    questions: int
+    curve: dict[float, tuple[float, float]]
+    method: str
+    fusion: str
+
+    @property
+    def weights(self) -> FusionWeights:
+        return FusionWeights(self.bm25, round(1.0 - self.bm25, 4))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"bm25": self.bm25, "knn": round(1.0 - self.bm25, 4), "questions": self.questions,
+                "method": self.method, "fusion": self.fusion,
+                "curve": {f"{w:.2f}": [round(r, 4), round(m, 4)] for w, (r, m) in self.curve.items()}}
+
+
+def fit_weights(lists: Sequence[tuple[Sequence[Hit], Sequence[Hit]]], golds: Sequence[set[str]],
+                settings: RetrievalSettings, *, method: str) -> FusionFit:
+    """The BM25 weight of :data:`GRID` whose fusion ranks the gold best (Recall@10 plus MRR@10),
+    the one nearest 0.5 among equals.
+
+    Args:
+        lists: per question, the BM25 and the kNN hits (each retriever's top ``depth``).
+        golds: per question, the relevant document ids.
+        settings: the fusion to fit (linear with its normalisation, or RRF with its k).
+        method: what the questions were, recorded with the fit.
+
+    Raises:
+        ValueError: without any question that has gold.
+    """
+    rows = [(b, k, g) for (b, k), g in zip(lists, golds, strict=True) if g]
+    if not rows:
+        raise ValueError("no question with relevant documents to fit fusion weights on")
+    curve: dict[float, tuple[float, float]] = {}
+    for w in GRID:
+        weights = {"bm25": w, "knn": 1.0 - w}
+        ranked = [[h.doc_id for h in fuse(b, k, weights, settings)] for b, k, _ in rows]
+        curve[w] = (mean(recall_at(r, g, 10) for r, (_, _, g) in zip(ranked, rows, strict=True)),
+                    mean(mrr_at(r, g, 10) for r, (_, _, g) in zip(ranked, rows, strict=True)))
+    best = max(GRID, key=lambda w: (round(sum(curve[w]), 6), -abs(w - 0.5)))
+    return FusionFit(best, len(rows), curve, method, fusion_method(settings))
