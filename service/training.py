@@ -2,8 +2,8 @@
 
 What is learned, all from the split's questions and their gold articles:
 
-1. the law/section classifier, the question memory, the article prior, the term mapping and the
-   query adapter (fast, closed-form or convex fits);
+1. the hybrid fusion weights (:func:`fit_fusion_weights`), the law/section classifier, the question
+   memory, the article prior, the term mapping and the query adapter (fast, closed-form or convex fits);
 2. the planner policy: which agents bring gold articles the pool lacked, for which questions;
 3. the learned rerankers (LightGBM lambdarank) over agentic pools and over hybrid pools.
 
@@ -51,6 +51,7 @@ from service.pipelines.build import Runtime
 from service.pipelines.resources import IndexResources
 from service.rerank.features import FEATURE_NAMES, pool_features
 from service.rerank.learned import LearnedReranker
+from service.retrieval.weights import FusionFit, fit_weights
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,19 @@ def prepare(runtime: Runtime, dataset: Dataset, split: str, index: str, graph: C
     doc_vectors = embedder.embed_documents([embedding_text(docs[d]) for d in gold_ids if d in docs])
     gold_vectors = {d: v for d, v in zip([d for d in gold_ids if d in docs], doc_vectors, strict=True)}
     return TrainingData(queries, golds, tokens, vectors, gold_terms, gold_vectors, language)
+
+
+def fit_fusion_weights(runtime: Runtime, data: TrainingData, index: str) -> FusionFit:
+    """The BM25/kNN fusion weights that rank the split's gold best (a step of ``lexsearch train``).
+
+    One weight fitted on the whole split: the pools of the cross-fitted folds use it too, which
+    leaks one number across folds, where the label-free weights of the index would differ from
+    what the served model uses.
+    """
+    cfg = runtime.settings.retrieval
+    lists = [runtime.backend.probe(index, q.text[:cfg.max_query_chars], vector, k=cfg.depth, lang=q.lang)
+             for q, vector in zip(data.queries, data.vectors, strict=True)]
+    return fit_weights(lists, data.golds, cfg, method="trained")
 
 
 def fit_parts(data: TrainingData, rows: Sequence[int], graph: CorpusGraph, vocabulary: Vocabulary | None,
@@ -255,6 +269,10 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     _say(progress, f"reading {split} and embedding its questions")
     data = prepare(runtime, dataset, split, index, graph)
     t = lap("prepare", t)
+    fusion = fit_fusion_weights(runtime, data, index)
+    _say(progress, f"fusion weights: bm25 {fusion.bm25:.2f}, knn {1 - fusion.bm25:.2f} "
+                   f"(Recall@10 {fusion.curve[fusion.bm25][0]:.4f} on the split)")
+    t = lap("fusion", t)
     _say(progress, "building the corpus vocabulary")
     vocabulary = Vocabulary.build(runtime.backend.scan(index), default_lang=data.language)
     t = lap("vocabulary", t)
@@ -266,6 +284,7 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
         _say(progress, f"fold {f + 1}/{folds}: fitting the question-level parts")
         rest = [i for g, p in enumerate(parts) if g != f for i in p]
         fold_models.append(fit_parts(data, rest, graph, vocabulary, embedder))
+        fold_models[-1].fusion = fusion.weights("model")
     t = lap("fold_parts", t)
 
     # The planner policy, from every agent's gains on cross-fitted pools.
@@ -305,6 +324,7 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
 
     _say(progress, "fitting the final models on the whole split")
     final = fit_parts(data, list(range(len(data.queries))), graph, vocabulary, embedder)
+    final.fusion = fusion.weights("model")
     final.planner = policy
     final.reranker_agentic = LearnedReranker.fit(
         np.concatenate([g[0] for g in agentic_groups]), np.concatenate([g[1] for g in agentic_groups]),
@@ -316,6 +336,7 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     info = {
         "dataset": dataset.name, "data": str(dataset.path), "split": split, "questions": len(data.queries),
         "corpus_documents": len(graph), "index": index, "folds": folds,
+        "fusion_fit": {k: v for k, v in fusion.to_dict().items() if k not in ("bm25", "knn")},
         "cv": {"agentic_recall@10": round(cv_agentic[best_agentic], 4), "agentic_rounds": best_agentic,
                "agentic_by_rounds": {str(n): round(v, 4) for n, v in cv_agentic.items()},
                "pool_recall": round(pool_recall, 4),

@@ -236,6 +236,9 @@ class AgenticPipeline:
         if probe is None:
             probe = self.hybrid.probe(request.query, request.index, k=depth, filters=request.filters,
                                       lang=request.lang, watch=watch)
+        if (models is not None and models.fusion is not None and probe.weights.source in ("index", "default")
+                and models.fusion.suits(self.settings.retrieval)):
+            probe = replace(probe, weights=models.fusion)  # the weights trained with the models in use
         vector = probe.vector
         if vector is None:
             with watch.stage("embed"):
@@ -253,6 +256,7 @@ class AgenticPipeline:
             options=options, language=language, terms=terms, vector=vector, pool=pool, resources=resources)
         state.trace["models"] = ({"path": models.path, "components": models.components()} if models
                                  else "none (offline agents without training; reranker falls back to the pool order)")
+        state.trace["fusion_weights"] = probe.weights.to_dict()
         with watch.stage("law"):
             self._predict_laws(state, models, resources)
         with watch.stage("memory"):

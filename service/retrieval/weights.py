@@ -48,17 +48,24 @@ class FusionWeights:
         bm25, knn: non-negative weights, not both 0 (they need not sum to 1).
         source: ``settings``, ``model`` (trained), ``index`` (label-free, stored with the index) or
             ``default``.
+        fusion: the fusion they were fitted for (:func:`fusion_method`); '' = any.
     """
 
     bm25: float
     knn: float
     source: str = "default"
+    fusion: str = ""
 
     def as_mapping(self) -> dict[str, float]:
         return {"bm25": self.bm25, "knn": self.knn}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"bm25": round(self.bm25, 4), "knn": round(self.knn, 4), "source": self.source}
+        return {"bm25": round(self.bm25, 4), "knn": round(self.knn, 4), "source": self.source,
+                "fusion": self.fusion}
+
+    def suits(self, settings: RetrievalSettings) -> bool:
+        """Whether they were fitted for the fusion the settings use."""
+        return not self.fusion or self.fusion == fusion_method(settings)
 
     @staticmethod
     def from_settings(settings: RetrievalSettings) -> FusionWeights | None:
@@ -68,12 +75,9 @@ class FusionWeights:
         return FusionWeights(settings.bm25_weight, settings.knn_weight, "settings")
 
     @staticmethod
-    def read(entry: Any, source: str, settings: RetrievalSettings) -> FusionWeights | None:
-        """Weights from a stored entry (:meth:`FusionFit.to_dict`); ``None`` when absent, malformed,
-        or fitted for another fusion than the settings use."""
+    def from_entry(entry: Any, source: str) -> FusionWeights | None:
+        """Weights from a stored entry (:meth:`FusionFit.to_dict`); ``None`` when absent or malformed."""
         if not isinstance(entry, Mapping):
-            return None
-        if entry.get("fusion", settings.fusion) != fusion_method(settings):
             return None
         try:
             bm25, knn = float(entry["bm25"]), float(entry["knn"])
@@ -83,7 +87,7 @@ class FusionWeights:
         if bm25 < 0 or knn < 0 or bm25 + knn <= 0:
             log.warning("ignoring fusion weights %r: they must be >= 0 and not both 0", entry)
             return None
-        return FusionWeights(bm25, knn, source)
+        return FusionWeights(bm25, knn, source, str(entry.get("fusion", "")))
 
 
 DEFAULT_WEIGHTS = FusionWeights(0.5, 0.5, "default")
@@ -113,9 +117,8 @@ class FusionFit:
     method: str
     fusion: str
 
-    @property
-    def weights(self) -> FusionWeights:
-        return FusionWeights(self.bm25, round(1.0 - self.bm25, 4))
+    def weights(self, source: str) -> FusionWeights:
+        return FusionWeights(self.bm25, round(1.0 - self.bm25, 4), source, self.fusion)
 
     def to_dict(self) -> dict[str, Any]:
         return {"bm25": self.bm25, "knn": round(1.0 - self.bm25, 4), "questions": self.questions,
