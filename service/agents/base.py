@@ -24,9 +24,9 @@ import numpy as np
 from service.corpus.model import LegalDoc, Query
 
 if TYPE_CHECKING:
-    from service.agents.llm import CallBudget
     from service.agents.vocabulary import VocabularyCheck
     from service.corpus.graph import CorpusGraph
+    from service.llm.budget import CallBudget
 
 
 class AgentName(enum.StrEnum):

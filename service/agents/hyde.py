@@ -13,10 +13,13 @@ Example::
 from __future__ import annotations
 
 from service.agents.base import AgentName, Evidence, Mode, RewriteOutput
-from service.agents.llm import OUTPUT_SCHEMAS, CallBudget, LlmClient, quote_json
 from service.agents.rewriters._llm import guard
 from service.agents.rewriters.decompose import choose_parts, split_issues
 from service.corpus.model import Query
+from service.llm.budget import CallBudget
+from service.llm.client import LlmClient
+from service.llm.prompt import quote_json
+from service.llm.schemas import OUTPUT_SCHEMAS
 
 
 class HydeRewriter:

@@ -49,7 +49,6 @@ from service.agents.base import (
     Rewriter,
 )
 from service.agents.hyde import HydeRewriter
-from service.agents.llm import CallBudget, LlmClient
 from service.agents.planner import LlmPlanner, OfflinePlanner
 from service.agents.prefilter import LawPrediction, LlmLawPredictor, prefilter_laws
 from service.agents.rewriters.conditions import LlmConditionsRewriter, OfflineConditionsRewriter
@@ -63,6 +62,8 @@ from service.analysis.language import detect_language
 from service.config import Settings
 from service.corpus.model import Filters, Hit, LegalDoc, Provenance, Query
 from service.errors import ConfigError, InvalidInput
+from service.llm.budget import CallBudget
+from service.llm.client import LlmClient
 from service.models import TrainedModels, load_models
 from service.pipelines.agentic_state import AgenticOptions, AgenticState, StepResult, jsonable_options
 from service.pipelines.base import SearchRequest, SearchResponse

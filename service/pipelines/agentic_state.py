@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from service.agents.base import REWRITING_AGENTS, Mode, Rewrite
-from service.agents.llm import CallBudget
 from service.config import RERANKERS
 from service.corpus.model import Filters, Hit, LegalDoc, Provenance
 from service.errors import InvalidInput
+from service.llm.budget import CallBudget
 from service.pipelines.base import SearchRequest, option_flag, option_int
 from service.rerank.priors import MemoryVote
 

@@ -48,7 +48,7 @@ from service.routing.router import ComplexityEstimator, ComplexityReport, LawCou
 from service.tracing import Stopwatch
 
 if TYPE_CHECKING:
-    from service.agents.llm import LlmClient
+    from service.llm.client import LlmClient
     from service.pipelines.build import Runtime
 
 log = logging.getLogger(__name__)
@@ -132,7 +132,7 @@ class RoutedPipeline:
         settings = runtime.settings
         llm = None
         if settings.llm.enabled and settings.routing.llm_complexity:
-            from service.agents.llm import LlmClient
+            from service.llm.client import LlmClient
 
             llm = LlmClient(settings.llm)
         return cls(runtime, settings, llm=llm, law_count=_law_counter(settings))
@@ -270,7 +270,7 @@ class RoutedPipeline:
     def _budget(self) -> Any:
         if self.estimator.llm is None:
             return None
-        from service.agents.llm import CallBudget
+        from service.llm.budget import CallBudget
 
         return CallBudget.from_settings(self.settings.llm)
 

@@ -28,7 +28,8 @@ from service.routing import complexity as cx
 if TYPE_CHECKING:
     import numpy as np
 
-    from service.agents.llm import CallBudget, LlmClient
+    from service.llm.budget import CallBudget
+    from service.llm.client import LlmClient
 
 log = logging.getLogger(__name__)
 
@@ -250,7 +251,7 @@ class ComplexityEstimator:
         report.c_intrinsic = cx.intrinsic(report.c_base, report.c_5d, base_weight=params.base_weight)
 
     def _llm_dimensions(self, question: str, budget: CallBudget) -> tuple[cx.Dimensions | None, dict[str, Any]]:
-        from service.agents.llm import OUTPUT_SCHEMAS
+        from service.llm.schemas import OUTPUT_SCHEMAS
 
         assert self.llm is not None
         outcome = self.llm.complete_json("complexity", {"question": question}, OUTPUT_SCHEMAS["complexity"],

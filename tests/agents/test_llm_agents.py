@@ -8,7 +8,6 @@ import pytest
 
 from service.agents.base import Evidence, EvidenceDoc
 from service.agents.hyde import HydeRewriter
-from service.agents.llm import CallBudget, LlmClient
 from service.agents.rewriters.conditions import LlmConditionsRewriter, OfflineConditionsRewriter
 from service.agents.rewriters.decompose import LlmDecomposeRewriter, OfflineDecomposeRewriter
 from service.agents.rewriters.repair import LlmRepairRewriter, OfflineRepairRewriter
@@ -18,6 +17,8 @@ from service.agents.vocabulary import Vocabulary
 from service.analysis.chain import analyzer_for
 from service.config import LlmSettings
 from service.corpus.model import LegalDoc, Query
+from service.llm.budget import CallBudget
+from service.llm.client import LlmClient
 from tests.support.openai_server import Delay, OpenAITestServer, Reply, Status
 
 pytestmark = pytest.mark.unit

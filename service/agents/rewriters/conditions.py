@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections import Counter
 
 from service.agents.base import AgentName, Evidence, Rewrite, RewriteOutput
-from service.agents.llm import LlmClient
 from service.agents.rewriters._llm import LlmRewriter
 from service.agents.vocabulary import Vocabulary
 from service.analysis.chain import analyzer_for
 from service.corpus.model import Query
 from service.corpus.views import bm25_text
+from service.llm.client import LlmClient
 
 FEEDBACK_DOCS = 5
 FEEDBACK_TERMS = 15

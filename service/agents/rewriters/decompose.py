@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 
 from service.agents.base import AgentName, Evidence, Rewrite, RewriteOutput
-from service.agents.llm import LlmClient
 from service.agents.rewriters._llm import LlmRewriter
 from service.corpus.model import Query
+from service.llm.client import LlmClient
 
 MAX_PARTS = 3
 

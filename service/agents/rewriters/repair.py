@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections import Counter
 
 from service.agents.base import AgentName, Evidence, Rewrite, RewriteOutput
-from service.agents.llm import LlmClient
 from service.agents.rewriters._llm import LlmRewriter
 from service.corpus.model import Query
+from service.llm.client import LlmClient
 
 
 def repaired_terms(evidence: Evidence) -> tuple[dict[str, float], list[str]]:

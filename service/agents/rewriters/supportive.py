@@ -15,9 +15,9 @@ Example::
 from __future__ import annotations
 
 from service.agents.base import AgentName, Evidence, Rewrite, RewriteOutput
-from service.agents.llm import LlmClient
 from service.agents.rewriters._llm import LlmRewriter
 from service.corpus.model import Query
+from service.llm.client import LlmClient
 
 SEEDS = 5
 NEIGHBOUR_SEEDS = 3

@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 
 from service.agents.base import AgentName, Evidence, Rewrite, RewriteOutput
-from service.agents.llm import LlmClient
 from service.agents.rewriters._llm import LlmRewriter
 from service.corpus.model import Query
+from service.llm.client import LlmClient
 
 MIN_PAIRS = 2
 PER_TERM = 15
