@@ -38,7 +38,8 @@ from service.backends._analyzers import language_analyses
 from service.backends._requests import CorpusKind, Engine, HnswParams
 from service.backends.base import IndexReport, IndexStats
 from service.backends.fieldmap import FieldMap, load_field_map
-from service.config import BackendSettings, EngineSettings
+from service.backoff import backoff_s
+from service.config import BackendSettings, EngineSettings, Settings
 from service.corpus.model import Filters, Hit, LegalDoc
 from service.corpus.views import bm25_text
 from service.errors import EngineUnavailable, IndexCorrupt, IndexNotFound, InvalidInput, LexsearchError
@@ -185,6 +186,12 @@ class EngineBackend:
         self._languages: dict[str, tuple[float, tuple[str, ...]]] = {}
         self._building: set[str] = set()
         self._synonyms_supported: bool | None = None
+
+    @classmethod
+    def from_config(cls, settings: Settings) -> EngineBackend:
+        """The backend of ``settings`` (its ``backend`` and ``engine`` sections); the table rule of
+        :data:`service.plugins.BACKENDS`."""
+        return cls.from_settings(settings.backend, settings.engine)
 
     @classmethod
     def from_settings(cls, backend: BackendSettings, engine: EngineSettings | None = None) -> EngineBackend:
@@ -666,7 +673,7 @@ class EngineBackend:
         retries = self.options.bulk_retries
         for attempt in range(retries + 1):
             if attempt:
-                time.sleep(self.options.bulk_backoff_s * 2 ** (attempt - 1))
+                time.sleep(backoff_s(attempt - 1, base_s=self.options.bulk_backoff_s, jitter=False))
             again = []
             results = self._stream("bulk-index", self._bulk, pending, index=name)
             for ok, item in results:

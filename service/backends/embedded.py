@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import faiss
 import numpy as np
@@ -35,6 +35,9 @@ from service.backends.base import IndexReport, IndexStats
 from service.corpus.model import FILTER_FIELDS, Filters, Hit, LegalDoc
 from service.corpus.views import bm25_text
 from service.errors import IndexCorrupt, IndexNotFound, InvalidInput
+
+if TYPE_CHECKING:
+    from service.config import Settings
 
 FORMAT_VERSION = 1
 HNSW_M = 32
@@ -679,6 +682,13 @@ class EmbeddedBackend:
         self.hnsw_min_docs = hnsw_min_docs
         self._indices: dict[str, EmbeddedIndex] = {}
         self._lock = threading.Lock()
+
+
+    @classmethod
+    def from_config(cls, settings: Settings) -> EmbeddedBackend:
+        """The backend of ``settings`` (``index.root``, ``backend.hnsw_min_docs``); the table rule of
+        :data:`service.plugins.BACKENDS`."""
+        return cls(settings.index.root, hnsw_min_docs=settings.backend.hnsw_min_docs)
 
     def index(self, name: str) -> EmbeddedIndex:
         """The index object for ``name`` (opened lazily)."""

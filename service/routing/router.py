@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from service.config import RoutingSettings
 from service.corpus.model import Hit
+from service.plugins import resolve_reranker
 from service.routing import complexity as cx
 
 if TYPE_CHECKING:
@@ -321,6 +322,6 @@ class Router:
             raise ValueError(f"tier must be between 0 and {len(self.strategies) - 1}, got {tier}")
         chosen = self.strategies[tier]
         if chosen.options.get("reranker") == "auto":
-            options = {**chosen.options, "reranker": "llm" if self.llm_enabled else "learned"}
+            options = {**chosen.options, "reranker": resolve_reranker("auto", llm_enabled=self.llm_enabled)}
             return Strategy(chosen.tier, chosen.pipeline, options)
         return chosen
