@@ -155,8 +155,11 @@ PIPELINES = PluginTable("pipeline", {
 
 RERANKERS = PluginTable("reranker", {
     "learned": Plugin("service.rerank.learned:LearnedReranker",
-                      "LightGBM lambdarank over pool features (needs a model folder)"),
-    "llm": Plugin("service.rerank.llm:LlmReranker", "the LLM orders the best 20 of the learned order"),
+                      "LightGBM lambdarank over pool features (needs a model folder)",
+                      {"fallback": "none", "unavailable": "no trained reranker (no model folder); kept the heuristic "
+                                                          "pool order"}),
+    "llm": Plugin("service.rerank.llm:LlmReranker", "the LLM orders the best 20 of the learned order",
+                  {"fallback": "learned", "unavailable": "no LLM configured; used the learned reranker"}),
     "cross-encoder": Plugin("service.rerank.cross_encoder:CrossEncoderReranker",
                             "a local CrossEncoder scores the best 50 (`agents.cross_encoder_path`)"),
     "none": Plugin("service.rerank.base:PoolOrderReranker", "the pool's heuristic order"),

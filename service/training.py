@@ -49,7 +49,7 @@ from service.pipelines.agentic import AgenticPipeline, AgenticState
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
 from service.pipelines.resources import IndexResources
-from service.rerank.features import FEATURE_NAMES, pool_features
+from service.rerank.features import FEATURE_NAMES
 from service.rerank.learned import LearnedReranker
 
 log = logging.getLogger(__name__)
@@ -197,12 +197,10 @@ def pool_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k
         if not agents:
             break
         state = pipe.merge(state, [pipe.rewrite(state, a) for a in agents])
-    resources = IndexResources.get(pipe.runtime.backend, index, pipe.models())
     # Every candidate, as at query time: dropping "uninteresting" ones would teach the trees that a
     # deep first-retrieval rank means "found by something else", which is often relevant.
-    hits = list(state.pool.values())
-    features = pool_features(hits, pipe.feature_context(state, resources, pipe.models()))
-    labels = np.asarray([1.0 if h.doc_id in gold else 0.0 for h in hits], dtype=np.float32)
+    features = pipe.pool_features(state)
+    labels = np.asarray([1.0 if h.doc_id in gold else 0.0 for h in state.pool.values()], dtype=np.float32)
     return features, labels
 
 
@@ -270,7 +268,7 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     # The planner policy, from every agent's gains on cross-fitted pools.
     agent_rows: dict[str, tuple[list[np.ndarray], list[int]]] = {}
     for f, held in enumerate(parts):
-        pipe = AgenticPipeline(runtime, models=fold_models[f])
+        pipe = AgenticPipeline.from_runtime(runtime, models=fold_models[f])
         for i in tqdm(held, desc=f"policy fold {f + 1}", disable=not show_bars, leave=False):
             for agent, (x, gain) in policy_rows(pipe, data.queries[i], data.golds[i], index, k).items():
                 xs, ys = agent_rows.setdefault(agent, ([], []))
@@ -287,8 +285,8 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     for f, held in enumerate(parts):
         models = fold_models[f]
         models.planner = policy
-        agentic = AgenticPipeline(runtime, models=models)
-        hybrid = AgenticPipeline(runtime, name="hybrid+rerank", rounds=False, models=models)
+        agentic = AgenticPipeline.from_runtime(runtime, models=models)
+        hybrid = AgenticPipeline.from_runtime(runtime, name="hybrid+rerank", rounds=False, models=models)
         for i in tqdm(held, desc=f"pools fold {f + 1}", disable=not show_bars, leave=False):
             x, y = pool_rows(agentic, data.queries[i], data.golds[i], index, k)
             agentic_groups.append((x, y, i))

@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -111,10 +111,11 @@ def check_models_not_trained_on(model_dir: str, dataset: Dataset, split: str) ->
 
 
 def collect_fit_data(pipe: Any, queries: Sequence[Query], qrels: dict[str, set[str]], *, index: str,
-                     progress: bool = False) -> FitData:
+                     forget_caches: Callable[[], None], progress: bool = False) -> FitData:
     """Measure, for each query, both complexity parts and every tier's Recall@10, ranking and latency.
 
-    ``pipe`` is the :class:`~service.pipelines.routed.RoutedPipeline`. Each tier's strategy runs as a
+    ``pipe`` is the :class:`~service.pipelines.routed.RoutedPipeline`, ``forget_caches`` its runtime's
+    :meth:`~service.pipelines.build.Runtime.forget_query_caches`. Each tier's strategy runs as a
     served search with that tier forced (probe, strategy and cut; tiers with the same pipeline and
     options run once and share the result), from cold query caches, so no tier reuses what another
     one embedded or predicted. The tiers run in an order that rotates from query to query, as in
@@ -150,7 +151,7 @@ def collect_fit_data(pipe: Any, queries: Sequence[Query], qrels: dict[str, set[s
                              lang=query.lang, qid=qid)
 
     def forced(request: SearchRequest, tier: int) -> tuple[list[tuple[str, float]], float]:
-        pipe.runtime.forget_query_caches()
+        forget_caches()
         begin = time.perf_counter()
         response = pipe.run(replace(request, options={"tier": tier}))
         ms = (time.perf_counter() - begin) * 1000.0
@@ -161,7 +162,7 @@ def collect_fit_data(pipe: Any, queries: Sequence[Query], qrels: dict[str, set[s
             forced(request_for(queries[0]), tier)
     for i, query in enumerate(tqdm(queries, desc="calibrate", unit="q", disable=not progress, leave=False)):
         request = request_for(query, query.qid)
-        pipe.runtime.forget_query_caches()
+        forget_caches()
         probe = pipe.probe(request, params, Stopwatch())
         begin = time.perf_counter()
         report = pipe.assess(request, probe, params, RoutedOptions())
@@ -230,12 +231,14 @@ def calibrate(runtime: Runtime, dataset: Dataset, split: str, *, limit: int = 0,
     ensure_qsi_calibration(runtime.backend, index, language=dataset.language)
     pipe = runtime.pipeline("routed")
     pipe.forget_params(index)  # type: ignore[attr-defined]
-    data = collect_fit_data(pipe, queries, qrels, index=index, progress=progress)
+    data = collect_fit_data(pipe, queries, qrels, index=index, forget_caches=runtime.forget_query_caches,
+                            progress=progress)
     timed_pipe = pipe
     if latency_runtime is not None:
         timed_pipe = latency_runtime.pipeline("routed")
         timed_pipe.forget_params(index)  # type: ignore[attr-defined]
-        timed = collect_fit_data(timed_pipe, queries, qrels, index=index, progress=progress)
+        timed = collect_fit_data(timed_pipe, queries, qrels, index=index,
+                                 forget_caches=latency_runtime.forget_query_caches, progress=progress)
         data = replace(data, latency_ms=timed.latency_ms, reference_latency_ms=timed.reference_latency_ms)
     routing = search_routing(data, recall_target=recall_target, latency_budget=latency_budget, confidence=confidence)
     cut = search_cut(routed_rankings(data, routing), data.relevant)

@@ -14,13 +14,21 @@ import importlib
 import threading
 from collections.abc import Callable
 
+from service.agents.factory import AgentFactory
+from service.analysis.chain import forget_cached_terms
 from service.backends.base import SearchBackend
 from service.config import Settings
 from service.embeddings.base import Embedder
 from service.embeddings.cache import CachedEmbedder
 from service.errors import InvalidInput
+from service.llm.client import LlmClient
+from service.models import TrainedModels, forget_recent_predictions, load_models
 from service.pipelines.base import Pipeline
 from service.plugins import BACKENDS, EMBEDDERS, PIPELINES
+from service.rerank.base import RerankerParts
+from service.rerank.cross_encoder import CrossEncoderReranker
+from service.routing.laws import ClassifierLawCounter
+from service.routing.router import LawCounter
 
 
 def build_backend(settings: Settings) -> SearchBackend:
@@ -64,13 +72,21 @@ def pipeline_names() -> list[str]:
 
 
 class Runtime:
-    """Lazily built backend, embedder and pipelines for one set of settings (one per process)."""
+    """Every collaborator of the pipelines, built lazily, once, for one set of settings (one per process).
+
+    The backend, the embedder, the trained models, the LLM client, the agents (rewriters and
+    planner), the rerankers' parts, the law counter of routing, and the pipelines by name. Pipelines
+    get what they use from here (``Class.from_runtime``) and never build any of it themselves.
+    """
 
     def __init__(self, settings: Settings, *, backend: SearchBackend | None = None,
                  embedder: CachedEmbedder | None = None) -> None:
         self.settings = settings
         self._backend = backend
         self._embedder = embedder
+        self._llm: LlmClient | None = None
+        self._agents: AgentFactory | None = None
+        self._cross_encoder: CrossEncoderReranker | None = None
         self._pipelines: dict[str, Pipeline] = {}
         self._lock = threading.RLock()
 
@@ -88,12 +104,55 @@ class Runtime:
                 self._embedder = build_embedder(self.settings)
             return self._embedder
 
+    def models(self) -> TrainedModels | None:
+        """The trained models of ``index.model_dir`` (``None`` without one), read once per process and
+        again when the folder's manifest changes.
+
+        Raises:
+            ConfigError: for an unreadable folder, or one trained with another embedder.
+        """
+        models = load_models(self.settings.index.model_dir, compile_trees=self.settings.agents.compiled_trees)
+        if models is not None:
+            models.check_embedder(self.embedder.name)
+        return models
+
+    def llm_client(self) -> LlmClient | None:
+        """The one LLM client of the process (``None`` when no LLM is configured)."""
+        with self._lock:
+            if self._llm is None and self.settings.llm.enabled:
+                self._llm = LlmClient(self.settings.llm)
+            return self._llm
+
+    @property
+    def agents(self) -> AgentFactory:
+        """The rewriters and the planner (LLM ones when an LLM is configured)."""
+        with self._lock:
+            if self._agents is None:
+                self._agents = AgentFactory(self.llm_client())
+            return self._agents
+
+    def cross_encoder(self) -> CrossEncoderReranker:
+        """The cross-encoder of ``agents.cross_encoder_path`` (its model loads on first use)."""
+        with self._lock:
+            if self._cross_encoder is None:
+                self._cross_encoder = CrossEncoderReranker(self.settings.agents.cross_encoder_path)
+            return self._cross_encoder
+
+    def reranker_parts(self) -> RerankerParts:
+        """What the rerankers of :data:`~service.plugins.RERANKERS` are built from, but the trained model
+        (each pipeline adds its own)."""
+        cross_encoder = self.cross_encoder if self.settings.agents.cross_encoder_path else None
+        return RerankerParts(llm=self.llm_client(), llm_candidates=self.settings.agents.llm_rerank_candidates,
+                             cross_encoder=cross_encoder)
+
+    def law_counter(self) -> LawCounter | None:
+        """Routing's count of the laws a question touches, by the trained law classifier (``None``
+        without a model folder)."""
+        return ClassifierLawCounter(self.models) if self.settings.index.model_dir else None
+
     def forget_query_caches(self) -> None:
         """Forget cached query vectors, question terms and law predictions, so the next search pays
         for its own (benchmarks and calibration time each pipeline from cold query caches)."""
-        from service.analysis.chain import forget_cached_terms
-        from service.models import forget_recent_predictions
-
         self.embedder.clear_query_cache()
         forget_cached_terms()
         forget_recent_predictions()
