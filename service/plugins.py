@@ -58,6 +58,14 @@ class Plugin:
         return _resolve(self.llm) if self.llm else None
 
 
+def _llm_cell(plugin: Plugin) -> str:
+    """`` / `LlmClass` `` (the module shown only when it differs from the offline one's)."""
+    if not plugin.llm:
+        return ""
+    same_module = plugin.llm.partition(":")[0] == plugin.target.partition(":")[0]
+    return f" / `{plugin.llm.partition(':')[2] if same_module else plugin.llm}`"
+
+
 def _resolve(target: str) -> Any:
     module, _, attribute = target.partition(":")
     obj: Any = importlib.import_module(module)
@@ -117,8 +125,7 @@ class PluginTable(Mapping[str, Plugin]):
 
     def markdown(self) -> str:
         """The table as Markdown rows ``| name | implementation | summary |`` (aliases last)."""
-        rows = [f"| `{name}` | `{p.target}`{f' / `{p.llm}`' if p.llm else ''} | {p.summary} |"
-                for name, p in self._entries.items()]
+        rows = [f"| `{name}` | `{p.target}`{_llm_cell(p)} | {p.summary} |" for name, p in self._entries.items()]
         rows += [f"| `{name}` | alias | {meaning} |" for name, meaning in self.aliases.items()]
         return "\n".join(rows)
 
