@@ -172,24 +172,22 @@ RERANKERS = PluginTable("reranker", {
     "none": Plugin("service.rerank.base:PoolOrderReranker", "the pool's heuristic order"),
 }, aliases={"auto": "llm when an LLM is configured, else learned"})
 
+def _agent(module: str, role: str, summary: str) -> Plugin:
+    """An agent whose ``module`` holds ``Offline<role>Rewriter`` and ``Llm<role>Rewriter``."""
+    return Plugin(f"{module}:Offline{role}Rewriter", summary, llm=f"{module}:Llm{role}Rewriter")
+
+
 REWRITERS = PluginTable("agent", {
-    "terminology": Plugin("service.agents.rewriters.terminology:OfflineTerminologyRewriter",
-                          "everyday words to legal terms (term mapping, query adapter)",
-                          llm="service.agents.rewriters.terminology:LlmTerminologyRewriter"),
-    "conditions": Plugin("service.agents.rewriters.conditions:OfflineConditionsRewriter",
-                         "implicit legal conditions, from the pool's distinctive terms",
-                         llm="service.agents.rewriters.conditions:LlmConditionsRewriter"),
-    "decompose": Plugin("service.agents.rewriters.decompose:OfflineDecomposeRewriter",
-                        "one query per legal issue of the question",
-                        llm="service.agents.rewriters.decompose:LlmDecomposeRewriter"),
-    "supportive": Plugin("service.agents.rewriters.supportive:OfflineSupportiveRewriter",
-                         "related articles along the citation graph",
-                         llm="service.agents.rewriters.supportive:LlmSupportiveRewriter"),
-    "repair": Plugin("service.agents.rewriters.repair:OfflineRepairRewriter",
-                     "terms the corpus does not know, replaced by known neighbours",
-                     llm="service.agents.rewriters.repair:LlmRepairRewriter"),
-    "hyde": Plugin("service.agents.hyde:OfflineHydeRewriter", "hypothetical statute passages (LLM only)",
-                   llm="service.agents.hyde:LlmHydeRewriter"),
+    "terminology": _agent("service.agents.rewriters.terminology", "Terminology",
+                          "everyday words to legal terms (term mapping, query adapter)"),
+    "conditions": _agent("service.agents.rewriters.conditions", "Conditions",
+                         "implicit legal conditions, from the pool's distinctive terms"),
+    "decompose": _agent("service.agents.rewriters.decompose", "Decompose", "one query per legal issue of the question"),
+    "supportive": _agent("service.agents.rewriters.supportive", "Supportive",
+                         "related articles along the citation graph"),
+    "repair": _agent("service.agents.rewriters.repair", "Repair",
+                     "terms the corpus does not know, replaced by known neighbours"),
+    "hyde": _agent("service.agents.hyde", "Hyde", "hypothetical statute passages (LLM only)"),
 })
 """The rewriting agents; a request may allow the first five (``hyde`` runs only with an LLM)."""
 

@@ -137,23 +137,35 @@ class Dataset:
         return digest.hexdigest()
 
 
-def read_qrels(path: str | os.PathLike[str]) -> dict[str, set[str]]:
-    """Read TREC qrels (``qid 0 docid rel``, tab or space separated); keeps relevance > 0."""
-    qrels: dict[str, set[str]] = {}
+def trec_rows(path: str | os.PathLike[str], layout: str) -> Iterator[tuple[int, list[str]]]:
+    """The line number and fields of every non-blank line of a TREC file (fields split on white space).
+
+    ``layout`` names the fields (``"qid 0 docid relevance"``); every line must have that many.
+
+    Raises:
+        DataError: naming the file, the line and the expected layout.
+    """
+    width = len(layout.split())
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             parts = line.split()
             if not parts:
                 continue
-            if len(parts) != 4:
-                raise DataError(f"{path}:{lineno}: expected 'qid 0 docid relevance'")
-            qid, _, docid, rel = parts
-            try:
-                relevant = float(rel) > 0
-            except ValueError:
-                raise DataError(f"{path}:{lineno}: relevance {rel!r} is not a number") from None
-            if relevant:
-                qrels.setdefault(qid, set()).add(docid)
+            if len(parts) != width:
+                raise DataError(f"{path}:{lineno}: expected '{layout}'")
+            yield lineno, parts
+
+
+def read_qrels(path: str | os.PathLike[str]) -> dict[str, set[str]]:
+    """Read TREC qrels (``qid 0 docid rel``, tab or space separated); keeps relevance > 0."""
+    qrels: dict[str, set[str]] = {}
+    for lineno, (qid, _, docid, rel) in trec_rows(path, "qid 0 docid relevance"):
+        try:
+            relevant = float(rel) > 0
+        except ValueError:
+            raise DataError(f"{path}:{lineno}: relevance {rel!r} is not a number") from None
+        if relevant:
+            qrels.setdefault(qid, set()).add(docid)
     return qrels
 
 

@@ -14,7 +14,7 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ DOCUMENT_CANDIDATES = 50
 """Documents fetched for a reranker that reads them (the LLM sees at most 20, a cross-encoder 50)."""
 
 
+@dataclass(frozen=True, kw_only=True)
 class AgenticFinish:
     """Reranks the pool and answers (see the module docstring).
 
@@ -46,10 +47,9 @@ class AgenticFinish:
             model is added per search.
     """
 
-    def __init__(self, *, settings: Settings, backend: SearchBackend, rerankers: RerankerParts) -> None:
-        self.settings = settings
-        self.backend = backend
-        self.rerankers = rerankers
+    settings: Settings
+    backend: SearchBackend
+    rerankers: RerankerParts
 
     def __call__(self, state: AgenticState, models: TrainedModels | None, resources: IndexResources,
                  learned: LearnedReranker | None, pipeline: str) -> SearchResponse:

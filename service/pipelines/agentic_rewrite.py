@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from service.rerank.light import Priors, light_scores, zscore
 EVIDENCE_DOCS = 10
 
 
+@dataclass(frozen=True, kw_only=True)
 class RewriteStep:
     """Runs one agent's step (see the module docstring).
 
@@ -44,12 +46,10 @@ class RewriteStep:
         backend, embedder, hybrid: the index, the embedder of rewritten queries, and the fusion.
     """
 
-    def __init__(self, *, settings: Settings, backend: SearchBackend, embedder: Embedder,
-                 hybrid: HybridPipeline) -> None:
-        self.settings = settings
-        self.backend = backend
-        self.embedder = embedder
-        self.hybrid = hybrid
+    settings: Settings
+    backend: SearchBackend
+    embedder: Embedder
+    hybrid: HybridPipeline
 
     def __call__(self, state: AgenticState, agent: str, rewriter: Rewriter, models: TrainedModels | None,
                  resources: IndexResources) -> StepResult:

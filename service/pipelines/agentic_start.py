@@ -13,6 +13,8 @@ Example::
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from service.agents.prefilter import LawPrediction, LlmLawPredictor, prefilter_laws
@@ -36,6 +38,7 @@ from service.tracing import Stopwatch
 MEMORY_VOTES_KEPT = 200
 
 
+@dataclass(frozen=True, kw_only=True)
 class AgenticStart:
     """Builds the first :class:`AgenticState` of a search (see the module docstring).
 
@@ -46,14 +49,12 @@ class AgenticStart:
         rounds: whether agents will run (the ``links`` planner feature is computed only then).
     """
 
-    def __init__(self, *, settings: Settings, backend: SearchBackend, embedder: Embedder, hybrid: HybridPipeline,
-                 llm: LlmClient | None, rounds: bool) -> None:
-        self.settings = settings
-        self.backend = backend
-        self.embedder = embedder
-        self.hybrid = hybrid
-        self.llm = llm
-        self.rounds = rounds
+    settings: Settings
+    backend: SearchBackend
+    embedder: Embedder
+    hybrid: HybridPipeline
+    llm: LlmClient | None
+    rounds: bool
 
     def __call__(self, request: SearchRequest, options: AgenticOptions, models: TrainedModels | None,
                  resources: IndexResources, probe: Probe | None) -> AgenticState:

@@ -21,6 +21,7 @@ from service.config import Settings
 from service.embeddings.base import Embedder
 from service.embeddings.cache import CachedEmbedder
 from service.errors import InvalidInput
+from service.lazy import built_once
 from service.llm.client import LlmClient
 from service.models import TrainedModels, forget_recent_predictions, load_models
 from service.pipelines.base import Pipeline
@@ -92,17 +93,13 @@ class Runtime:
 
     @property
     def backend(self) -> SearchBackend:
-        with self._lock:
-            if self._backend is None:
-                self._backend = build_backend(self.settings)
-            return self._backend
+        """The configured search backend."""
+        return built_once(self, "_backend", self._lock, lambda: build_backend(self.settings))
 
     @property
     def embedder(self) -> CachedEmbedder:
-        with self._lock:
-            if self._embedder is None:
-                self._embedder = build_embedder(self.settings)
-            return self._embedder
+        """The configured embedder, with the disk cache."""
+        return built_once(self, "_embedder", self._lock, lambda: build_embedder(self.settings))
 
     def models(self) -> TrainedModels | None:
         """The trained models of ``index.model_dir`` (``None`` without one), read once per process and
@@ -118,25 +115,19 @@ class Runtime:
 
     def llm_client(self) -> LlmClient | None:
         """The one LLM client of the process (``None`` when no LLM is configured)."""
-        with self._lock:
-            if self._llm is None and self.settings.llm.enabled:
-                self._llm = LlmClient(self.settings.llm)
-            return self._llm
+        if not self.settings.llm.enabled:
+            return None
+        return built_once(self, "_llm", self._lock, lambda: LlmClient(self.settings.llm))
 
     @property
     def agents(self) -> AgentFactory:
         """The rewriters and the planner (LLM ones when an LLM is configured)."""
-        with self._lock:
-            if self._agents is None:
-                self._agents = AgentFactory(self.llm_client())
-            return self._agents
+        return built_once(self, "_agents", self._lock, lambda: AgentFactory(self.llm_client()))
 
     def cross_encoder(self) -> CrossEncoderReranker:
         """The cross-encoder of ``agents.cross_encoder_path`` (its model loads on first use)."""
-        with self._lock:
-            if self._cross_encoder is None:
-                self._cross_encoder = CrossEncoderReranker(self.settings.agents.cross_encoder_path)
-            return self._cross_encoder
+        path = self.settings.agents.cross_encoder_path
+        return built_once(self, "_cross_encoder", self._lock, lambda: CrossEncoderReranker(path))
 
     def reranker_parts(self) -> RerankerParts:
         """What the rerankers of :data:`~service.plugins.RERANKERS` are built from, but the trained model
