@@ -1,6 +1,8 @@
 """The one place that turns :class:`~service.config.Settings` into objects.
 
-Nothing else in the package decides which engine, embedder or LLM is in use.
+The backend and the embedder come from their plug-in tables; :class:`Runtime` builds (once) and
+keeps every collaborator of the pipelines and the pipelines themselves. Nothing else in the
+package decides which engine, embedder, model folder or LLM is in use.
 
 Example::
 
