@@ -41,6 +41,7 @@ from service.backends.fieldmap import FieldMap, load_field_map
 from service.config import BackendSettings, EngineSettings
 from service.corpus.model import Filters, Hit, LegalDoc
 from service.corpus.views import bm25_text
+from service.corpus.works import collapse
 from service.errors import EngineUnavailable, IndexCorrupt, IndexNotFound, InvalidInput, LexsearchError
 
 log = logging.getLogger(__name__)
@@ -347,6 +348,8 @@ class EngineBackend:
             raise IndexCorrupt(f"index {name!r} has lexsearch format {meta.get('format')!r}; this lexsearch "
                                f"reads format {req.FORMAT_VERSION}. Rebuild it with `lexsearch index`.")
         fm = self.field_map_for(name, meta)
+        if fm.managed and fm.work and not _property(mapping, fm.work):
+            fm = replace(fm, work="")  # created before lexsearch kept versions of a work together
         vector_prop = _property(mapping, fm.vector) if fm.vector else {}
         dim = int(vector_prop.get("dimension") or vector_prop.get("dims") or (meta or {}).get("dim") or 0)
         method = vector_prop.get("method") or {}
@@ -582,8 +585,12 @@ class EngineBackend:
 
         Raises:
             InvalidInput: for vectors of the wrong shape or an attached (read-only) index.
+            IndexCorrupt: for documents with versions and an index created before versions were stored.
         """
         info = self._managed(name, "write to it")
+        if not info.field_map.work and any(doc.versions for doc in docs):
+            raise IndexCorrupt(f"index {name!r} was created before lexsearch kept the versions of a work (e.g. the "
+                               "languages of an article) together; rebuild it with `lexsearch index`")
         meta = info.meta or {}
         report = IndexReport(sent=len(docs))
         if len(docs) == 0:
@@ -695,10 +702,11 @@ class EngineBackend:
         info = self.info(name)
         if k <= 0:
             return []
-        body = self._bm25_body(name, info, query, k=k, filters=filters, lang=lang)
+        fetch = k * self.max_versions(name, info)
+        body = self._bm25_body(name, info, query, k=fetch, filters=filters, lang=lang)
         if body is None:
             return []
-        return self._hits(self._call("search", self._search, name, body, index=name), "bm25", info)
+        return self._hits(self._call("search", self._search, name, body, index=name), "bm25", info, k)
 
     def bm25_terms(self, name: str, weights: dict[str, float], *, k: int,
                    filters: Filters | None = None) -> list[Hit]:
@@ -706,8 +714,8 @@ class EngineBackend:
         info = self.info(name)
         if k <= 0 or not any(w > 0 for w in weights.values()):
             return []
-        body = req.bm25_body(weights, k=k, filters=filters, fields=info.field_map)
-        return self._hits(self._call("search", self._search, name, body, index=name), "bm25", info)
+        body = req.bm25_body(weights, k=k * self.max_versions(name, info), filters=filters, fields=info.field_map)
+        return self._hits(self._call("search", self._search, name, body, index=name), "bm25", info, k)
 
     def _bm25_body(self, name: str, info: IndexInfo, query: str, *, k: int, filters: Filters | None,
                    lang: str) -> dict[str, Any] | None:
@@ -734,8 +742,8 @@ class EngineBackend:
         info = self.info(name)
         if k <= 0:
             return []
-        body = self._knn_body(info, vector, k=k, filters=filters)
-        return self._hits(self._call("kNN search", self._search, name, body, index=name), "knn", info)
+        body = self._knn_body(info, vector, k=k * self.max_versions(name, info), filters=filters)
+        return self._hits(self._call("kNN search", self._search, name, body, index=name), "knn", info, k)
 
     def probe(self, name: str, query: str, vector: np.ndarray, *, k: int, filters: Filters | None = None,
               lang: str = "") -> tuple[list[Hit], list[Hit]]:
@@ -743,27 +751,47 @@ class EngineBackend:
         info = self.info(name)
         if k <= 0:
             return [], []
-        knn_body = self._knn_body(info, vector, k=k, filters=filters)
-        bm25_body = self._bm25_body(name, info, query, k=k, filters=filters, lang=lang)
+        fetch = k * self.max_versions(name, info)
+        knn_body = self._knn_body(info, vector, k=fetch, filters=filters)
+        bm25_body = self._bm25_body(name, info, query, k=fetch, filters=filters, lang=lang)
         bodies = [knn_body] if bm25_body is None else [bm25_body, knn_body]
         responses = self._call("search", self._msearch, req.msearch_body(name, bodies), index=name)
         for item in responses:
             if "error" in item:
                 self._raise_item_error(item, "search", name)
-        knn_hits = self._hits(responses[-1], "knn", info)
-        bm25_hits = self._hits(responses[0], "bm25", info) if bm25_body is not None else []
+        knn_hits = self._hits(responses[-1], "knn", info, k)
+        bm25_hits = self._hits(responses[0], "bm25", info, k) if bm25_body is not None else []
         return bm25_hits, knn_hits
 
+    def max_versions(self, name: str, info: IndexInfo) -> int:
+        """The most versions one work has in the index (1 without versions): retrievers fetch ``k`` times
+        this many hits, so ``k`` works remain after :func:`~service.corpus.works.collapse`.
+
+        lexsearch indices store it in their metadata when written; an attached index with a work field
+        is assumed to hold at most one version per language.
+        """
+        if not info.field_map.work:
+            return 1
+        stored = ((info.meta or {}).get("meta") or {}).get("max_versions")
+        if info.meta is not None:
+            return max(1, int(stored or 1))
+        return max(1, len(self.languages(name)))
+
     @staticmethod
-    def _hits(response: Mapping[str, Any], label: str, info: IndexInfo) -> list[Hit]:
+    def _hits(response: Mapping[str, Any], label: str, info: IndexInfo, k: int) -> list[Hit]:
+        """The engine's hits as lexsearch hits, one per work (at most ``k``)."""
         hits = []
+        works: dict[str, str] = {}
         for rank, raw in enumerate(response["hits"]["hits"], start=1):
             score = float(raw["_score"])
             if label == "knn":
                 score = info.score_to_similarity(score)
-            hits.append(Hit(doc_id=info.field_map.doc_id(raw), score=score, scores={label: score},
-                            ranks={label: rank}))
-        return hits
+            doc_id = info.field_map.doc_id(raw)
+            work = info.field_map.work_id(raw)
+            if work:
+                works[doc_id] = work
+            hits.append(Hit(doc_id=doc_id, score=score, scores={label: score}, ranks={label: rank}))
+        return collapse(hits, works.get, k=k, label=label) if works else hits[:k]
 
     def fetch(self, name: str, ids: Sequence[str]) -> dict[str, LegalDoc]:
         """Documents by id (missing ids are absent); the vector and token fields are not transferred."""
