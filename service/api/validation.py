@@ -6,6 +6,8 @@ The API validates with a small JSON-Schema (2020-12) subset, so the spec served 
 ``additionalProperties`` (false or a schema), ``items``, ``enum``, ``minItems``, ``maxItems``,
 ``uniqueItems``, ``minLength``, ``maxLength``, ``pattern``, ``minimum``, ``maximum``, and
 ``format`` ``date`` and ``uri``. Annotations (``description``, ``example``, ``default``...) are ignored.
+The extension ``x-error-codes`` (``{"maxLength": "query_too_long"}``) gives a keyword's violation its
+own error code instead of ``invalid_request``.
 
 Example::
 
@@ -32,8 +34,8 @@ class RequestInvalid(InvalidInput):
 
     code = "invalid_request"
 
-    def __init__(self, message: str, *, path: str = "$") -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, path: str = "$", code: str | None = None) -> None:
+        super().__init__(message, code=code)
         self.path = path
 
 
@@ -125,10 +127,13 @@ def _check_array(value: list[Any], schema: Mapping[str, Any], components: Mappin
 
 
 def _check_string(value: str, schema: Mapping[str, Any], path: str) -> None:
+    codes = schema.get("x-error-codes", {})
     if len(value) < schema.get("minLength", 0):
-        raise RequestInvalid(f"{path}: shorter than {schema['minLength']} characters", path=path)
+        raise RequestInvalid(f"{path}: shorter than {schema['minLength']} characters", path=path,
+                             code=codes.get("minLength"))
     if "maxLength" in schema and len(value) > schema["maxLength"]:
-        raise RequestInvalid(f"{path}: longer than {schema['maxLength']} characters", path=path)
+        raise RequestInvalid(f"{path}: {len(value)} characters, longer than the limit of {schema['maxLength']}",
+                             path=path, code=codes.get("maxLength"))
     if "pattern" in schema and not _pattern(schema["pattern"]).search(value):
         raise RequestInvalid(f"{path}: {value[:60]!r} does not match {schema['pattern']}", path=path)
     if "format" in schema:
