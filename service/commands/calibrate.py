@@ -43,11 +43,11 @@ from service.commands.common import (
     progress_enabled,
     settings_from_args,
 )
-from service.commands.dataset_index import ensure_dataset_index
 from service.corpus.datasets import Dataset
 from service.corpus.model import Query
 from service.errors import InvalidInput
 from service.evaluation import metrics
+from service.evaluation.dataset_index import ensure_dataset_index
 from service.pipelines.base import SearchRequest, check_query_lengths
 from service.pipelines.build import Runtime
 from service.routing.calibration import ensure_qsi_calibration
