@@ -188,7 +188,9 @@ class RetrievalSettings:
     """For linear fusion: minmax or zscore."""
     depth: int = 100
     """How many hits each retriever returns before fusion."""
-    max_query_chars: int = 8000
+    max_query_chars: int = 50_000
+    """Longer questions are refused (``query_too_long``) by the CLI, the API and jobs, never cut.
+    Exam questions and case files put the facts first and the question last, up to ~26,000 characters."""
 
     def problems(self) -> list[str]:
         out = []
@@ -202,6 +204,8 @@ class RetrievalSettings:
             out.append("retrieval weights must be >= 0")
         if self.depth < 1:
             out.append("retrieval.depth must be >= 1")
+        if self.max_query_chars < 1:
+            out.append("retrieval.max_query_chars must be >= 1")
         return out
 
 

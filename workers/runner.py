@@ -316,7 +316,7 @@ class JobRunner:
         request = request_from_json(job.request["search"], default_index=self.ctx.settings.index.name)
         took_ms = (time.time() - (job.started_at or job.created_at)) * 1000
         body = render_response(self.ctx.runtime.backend, request, response, pipeline=job.request["pipeline"],
-                               took_ms=took_ms)
+                               took_ms=took_ms, embedder=self.ctx.runtime.embedder)
         body["job_id"] = job_id
         if self.store.complete(job_id, body):
             self._finalised(job_id)

@@ -44,7 +44,8 @@ def search() -> Response:
             f"this question needs more than the synchronous time budget of {budget:g} s (usually an agentic "
             "tier); it continues as a job: poll status_url, and send questions like this to POST /v1/jobs"))
     took_ms = (time.perf_counter() - started) * 1000
-    out = render_response(svc.runtime.backend, request, response, pipeline=name, took_ms=took_ms)
+    out = render_response(svc.runtime.backend, request, response, pipeline=name, took_ms=took_ms,
+                          embedder=svc.runtime.embedder)
     out["request_id"] = request_id()
     svc.traces.emit(trace_record(
         kind="search", request_id=request_id(), key_id=principal().key_id, index=request.index, pipeline=name,

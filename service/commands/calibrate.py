@@ -36,13 +36,19 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from service.commands.common import add_common_options, info, progress_enabled, settings_from_args
+from service.commands.common import (
+    add_common_options,
+    check_output_path,
+    info,
+    progress_enabled,
+    settings_from_args,
+)
 from service.corpus.datasets import Dataset
 from service.corpus.model import Query
 from service.errors import InvalidInput
 from service.evaluation import metrics
 from service.evaluation.dataset_index import ensure_dataset_index
-from service.pipelines.base import SearchRequest
+from service.pipelines.base import SearchRequest, check_query_lengths
 from service.pipelines.build import Runtime
 from service.routing.calibration import ensure_qsi_calibration
 from service.routing.router import CALIBRATION_KEY
@@ -144,11 +150,9 @@ def collect_fit_data(pipe: Any, queries: Sequence[Query], qrels: dict[str, set[s
     rankings: list[list[list[tuple[str, float]]]] = [[] for _ in range(tiers)]
     relevant = []
     params = pipe.params(index)
-    max_chars = pipe.settings.retrieval.max_query_chars
 
     def request_for(query: Query, qid: str = "") -> SearchRequest:
-        return SearchRequest(query=query.text[:max_chars], index=index, k=max(10, params.cut_depth),
-                             lang=query.lang, qid=qid)
+        return SearchRequest(query=query.text, index=index, k=max(10, params.cut_depth), lang=query.lang, qid=qid)
 
     def forced(request: SearchRequest, tier: int) -> tuple[list[tuple[str, float]], float]:
         forget_caches()
@@ -227,6 +231,7 @@ def calibrate(runtime: Runtime, dataset: Dataset, split: str, *, limit: int = 0,
         queries = queries[:limit]
     if not queries:
         raise InvalidInput(f"split {split!r} of {dataset.path} has no queries")
+    check_query_lengths(queries, runtime.settings.retrieval.max_query_chars)
     index = ensure_dataset_index(runtime, dataset)
     ensure_qsi_calibration(runtime.backend, index, language=dataset.language)
     pipe = runtime.pipeline("routed")
@@ -261,6 +266,7 @@ def run(args: argparse.Namespace) -> int:
         if not Path(args.latency_model, "manifest.json").is_file():
             raise InvalidInput(f"--latency-model {args.latency_model}: no trained models there (manifest.json missing)")
         latency_runtime = Runtime(settings.replace(index={"model_dir": args.latency_model}), embedder=runtime.embedder)
+    check_output_path(args.json_out, "--json")
     dataset = Dataset(args.data)
     entry = calibrate(runtime, dataset, args.split, limit=args.limit, recall_target=args.recall_target,
                       latency_budget=args.latency_budget, confidence=args.confidence, store=not args.dry_run,

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
 from service.config import Settings, load_settings
 from service.console import info, progress_enabled
+from service.errors import InvalidInput
 from service.plugins import BACKENDS, EMBEDDERS
 
-__all__ = ["add_common_options", "info", "progress_enabled", "settings_from_args"]
+__all__ = ["add_common_options", "check_output_path", "info", "progress_enabled", "settings_from_args"]
 
 
 def add_common_options(parser: argparse.ArgumentParser) -> None:
@@ -53,3 +55,39 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         else:
             settings = settings.replace(index={"name": index})
     return settings
+
+
+def check_output_path(path: str | None, option: str, *, folder: bool = False) -> None:
+    """Refuse an output path that cannot be written, before any long work starts.
+
+    Args:
+        path: the file (or, with ``folder``, the folder) a command will write; ``None`` = not asked for.
+        option: the command-line option that named it, for the message.
+        folder: whether ``path`` is a folder (created when missing) rather than a file.
+
+    Raises:
+        InvalidInput: when the path is an existing folder/file of the wrong kind, or its folder is missing
+            or not writable.
+    """
+    if not path:
+        return
+    target = Path(path)
+    if folder:
+        if target.exists() and not target.is_dir():
+            raise InvalidInput(f"{option} {path}: exists and is not a folder")
+        parent = target if target.is_dir() else _existing_parent(target)
+    else:
+        if target.is_dir():
+            raise InvalidInput(f"{option} {path}: is a folder; name a file")
+        parent = target.parent
+        if not parent.is_dir():
+            raise InvalidInput(f"{option} {path}: the folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise InvalidInput(f"{option} {path}: cannot write into {parent}")
+
+
+def _existing_parent(path: Path) -> Path:
+    for parent in path.parents:
+        if parent.exists():
+            return parent
+    return Path(".")

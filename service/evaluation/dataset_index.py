@@ -16,8 +16,10 @@ from service.pipelines.build import Runtime
 
 def dataset_index_name(runtime: Runtime, dataset: Dataset) -> str:
     """The cache name of the dataset's index: corpus content hash plus configuration."""
-    fingerprint = index_fingerprint(dataset.content_hash(), runtime.embedder.name,
-                                    {"hnsw_min_docs": runtime.settings.backend.hnsw_min_docs})
+    extra: dict[str, object] = {"hnsw_min_docs": runtime.settings.backend.hnsw_min_docs}
+    if dataset.work_rule is not None:  # versions grouped into works: not the index of the same corpus without
+        extra["works"] = list(dataset.work_rule.fields)
+    fingerprint = index_fingerprint(dataset.content_hash(), runtime.embedder.name, extra)
     # Named after the folder that really holds the corpus, so derived split folders (symlinked
     # corpus) share the index of the dataset they came from.
     home = dataset.corpus_files[0].resolve().parent.name.lower()

@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from service.config import parse_flag
-from service.corpus.model import Filters, Hit
+from service.corpus.model import Filters, Hit, Query
 from service.errors import InvalidInput
 
 MAX_K = 1000
@@ -48,14 +48,33 @@ class SearchRequest:
         if not isinstance(self.query, str) or not self.query.strip():
             raise InvalidInput("the query is empty; ask a question in words", code="empty_query")
         if len(self.query) > max_chars:
-            raise InvalidInput(
-                f"the query has {len(self.query)} characters; the limit is {max_chars}. "
-                "Shorten it to the facts and the question.", code="query_too_long")
+            raise InvalidInput(too_long_message(len(self.query), max_chars), code="query_too_long")
         if not 1 <= self.k <= MAX_K:
             raise InvalidInput(f"k must be between 1 and {MAX_K}, got {self.k}")
         if not self.index:
             raise InvalidInput("no index given")
         return self
+
+
+def too_long_message(chars: int, max_chars: int) -> str:
+    """What a question over the length limit is told (questions are refused, never cut)."""
+    return (f"the query has {chars} characters; the limit is {max_chars} (retrieval.max_query_chars). "
+            "Nothing was searched: questions are never cut, so send the facts and the question within the limit.")
+
+
+def check_query_lengths(queries: Sequence[Query], max_chars: int) -> None:
+    """Refuse a question set holding a question over the limit, before any long work starts.
+
+    Raises:
+        InvalidInput: naming the longest offenders (code ``query_too_long``).
+    """
+    over = sorted(((len(q.text), q.qid) for q in queries if len(q.text) > max_chars), reverse=True)
+    if over:
+        named = ", ".join(f"{qid or '?'} ({chars} characters)" for chars, qid in over[:5])
+        more = f" and {len(over) - 5} more" if len(over) > 5 else ""
+        raise InvalidInput(f"{len(over)} question(s) exceed the limit of {max_chars} characters "
+                           f"(retrieval.max_query_chars): {named}{more}. Questions are never cut; raise the "
+                           "limit (LEXSEARCH_RETRIEVAL_MAX_QUERY_CHARS) or shorten them.", code="query_too_long")
 
 
 @dataclass
