@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from service.errors import ConfigError
+from service.plugins import BACKENDS, EMBEDDERS, RERANKERS
 
 ENV_PREFIX = "LEXSEARCH_"
 
@@ -46,6 +47,7 @@ class BackendSettings:
     """Which search engine holds the corpus, and how to reach it."""
 
     kind: str = "embedded"
+    """A name of :data:`service.plugins.BACKENDS`: embedded, opensearch, elasticsearch."""
     url: str = ""
     username: str = ""
     password: str = ""
@@ -58,8 +60,8 @@ class BackendSettings:
 
     def problems(self) -> list[str]:
         out = []
-        if self.kind not in ("embedded", "opensearch", "elasticsearch"):
-            out.append(f"backend.kind must be embedded, opensearch or elasticsearch, not {self.kind!r}")
+        if self.kind not in BACKENDS:
+            out.append(f"backend.kind must be one of {', '.join(BACKENDS.choices())}, not {self.kind!r}")
         if self.kind != "embedded" and not self.url:
             out.append(f"backend.url is required for backend.kind={self.kind}")
         if self.url and not self.url.startswith(("http://", "https://")):
@@ -113,14 +115,14 @@ class EngineSettings:
         return out
 
 
-EMBEDDER_KINDS: tuple[str, ...] = ("use", "e5", "onnx", "sentence-transformers", "openai")
+_KINDS_WITHOUT_MODEL = ("use", "e5")
 
 
 def parse_embedder_spec(spec: str) -> dict[str, Any]:
     """The embedder fields that a short spec ``kind[:model][@max_tokens]`` stands for.
 
-    ``kind`` is one of :data:`EMBEDDER_KINDS`; the part after ``:`` is the onnx model (or a jar
-    path), the sentence-transformers folder, or the openai model; ``@N`` sets ``max_tokens``.
+    ``kind`` is a name of :data:`service.plugins.EMBEDDERS`; the part after ``:`` is the onnx model
+    (or a jar path), the sentence-transformers folder, or the openai model; ``@N`` sets ``max_tokens``.
 
     Raises:
         ValueError: for an unknown kind, a missing or unexpected model, or a bad ``@N``.
@@ -133,11 +135,11 @@ def parse_embedder_spec(spec: str) -> dict[str, Any]:
     body, at, tokens = spec.strip().rpartition("@") if "@" in spec else (spec.strip(), "", "")
     kind, _, model = body.partition(":")
     kind, model = kind.strip(), model.strip()
-    if kind not in EMBEDDER_KINDS:
-        raise ValueError(f"unknown embedder {kind!r} in {spec!r} (use {', '.join(EMBEDDER_KINDS)})")
-    if kind in ("use", "e5") and model:
+    if kind not in EMBEDDERS:
+        raise ValueError(f"unknown embedder {kind!r} in {spec!r} (use {', '.join(EMBEDDERS.names())})")
+    if kind in _KINDS_WITHOUT_MODEL and model:
         raise ValueError(f"embedder {kind} takes no model, got {spec!r}")
-    if kind not in ("use", "e5") and not model:
+    if kind not in _KINDS_WITHOUT_MODEL and not model:
         raise ValueError(f"embedder {kind} needs a model: {kind}:<model>, got {spec!r}")
     if at and not (tokens.isdigit() and kind == "onnx"):
         raise ValueError(f"@<tokens> must be a whole number and is only for onnx models, got {spec!r}")
@@ -153,14 +155,14 @@ def parse_embedder_spec(spec: str) -> dict[str, Any]:
 class EmbedderSettings:
     """Which embedding model turns text into vectors: one per corpus language (docs/EMBEDDERS.md).
 
-    The fields below the ``per_language`` entries describe the default embedder, which serves
-    corpora of other languages and corpora of several languages (one vector space per index), so it
-    should be multilingual.
+    The fields other than ``per_language`` describe the default embedder, which serves corpora of
+    other languages and corpora of several languages (one vector space per index), so it should be
+    multilingual.
     """
 
     kind: str = "use"
-    """use (multilingual USE v3), e5 (multilingual-e5-small), onnx (a langchain4j jar), sentence-transformers,
-    openai."""
+    """A name of :data:`service.plugins.EMBEDDERS`: use (multilingual USE v3), e5 (multilingual-e5-small),
+    onnx (a langchain4j jar), sentence-transformers, openai."""
     model_path: str = ""
     """sentence-transformers: the model folder; onnx: a jar file ('' = find ``model`` in the Maven repository)."""
     url: str = ""
@@ -204,9 +206,8 @@ class EmbedderSettings:
 
     def problems(self) -> list[str]:
         out = []
-        if self.kind not in EMBEDDER_KINDS:
-            out.append(f"embedder.kind must be {', '.join(EMBEDDER_KINDS[:-1])} or {EMBEDDER_KINDS[-1]}, "
-                       f"not {self.kind!r}")
+        if self.kind not in EMBEDDERS:
+            out.append(f"embedder.kind must be one of {', '.join(EMBEDDERS.choices())}, not {self.kind!r}")
         if self.kind == "sentence-transformers" and not self.model_path:
             out.append("embedder.model_path is required for embedder.kind=sentence-transformers")
         if self.kind == "openai" and not (self.url and self.model):
@@ -277,7 +278,9 @@ class RetrievalSettings:
     """For linear fusion: minmax or zscore."""
     depth: int = 100
     """How many hits each retriever returns before fusion."""
-    max_query_chars: int = 8000
+    max_query_chars: int = 50_000
+    """Longer questions are refused (``query_too_long``) by the CLI, the API and jobs, never cut.
+    Exam questions and case files put the facts first and the question last, up to ~26,000 characters."""
 
     def problems(self) -> list[str]:
         out = []
@@ -294,6 +297,8 @@ class RetrievalSettings:
             out.append("retrieval weights must be >= 0 and not both 0")
         if self.depth < 1:
             out.append("retrieval.depth must be >= 1")
+        if self.max_query_chars < 1:
+            out.append("retrieval.max_query_chars must be >= 1")
         return out
 
 
@@ -531,16 +536,13 @@ class JobsSettings:
         return out
 
 
-RERANKERS: tuple[str, ...] = ("learned", "llm", "cross-encoder", "none", "auto")
-"""Reranker names of the agentic pipelines (``auto``: the LLM reranker when an LLM is configured)."""
-
-
 @dataclass(frozen=True)
 class AgentSettings:
     """The agentic pipelines (``agentic``, ``hybrid+rerank``): pool building, rounds and rerankers."""
 
     reranker: str = "learned"
-    """Default reranker: learned, llm, cross-encoder, none, or auto (llm when an LLM is configured, else learned)."""
+    """Default reranker, a name of :data:`service.plugins.RERANKERS`: learned, llm, cross-encoder, none, or auto
+    (llm when an LLM is configured, else learned)."""
     max_rounds: int = 4
     """Most planner rounds (a request may ask for fewer)."""
     rewrite_depth: int = 30
@@ -563,8 +565,8 @@ class AgentSettings:
 
     def problems(self) -> list[str]:
         out = []
-        if self.reranker not in RERANKERS:
-            out.append(f"agents.reranker must be learned, llm, cross-encoder, none or auto, not {self.reranker!r}")
+        if self.reranker not in RERANKERS.choices():
+            out.append(f"agents.reranker must be one of {', '.join(RERANKERS.choices())}, not {self.reranker!r}")
         if not 0 <= self.max_rounds <= 4:
             out.append("agents.max_rounds must be between 0 and 4")
         if not 1 <= self.prune_to <= self.rewrite_depth:

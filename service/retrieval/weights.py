@@ -93,6 +93,15 @@ class FusionWeights:
 DEFAULT_WEIGHTS = FusionWeights(0.5, 0.5, "default")
 
 
+def with_trained(weights: FusionWeights, trained: FusionWeights | None, settings: RetrievalSettings
+                 ) -> FusionWeights:
+    """``trained`` (the weights of the model folder in use) in place of ``weights`` that rank below it
+    (the index's label-free ones or the default), when it was fitted for the settings' fusion."""
+    if trained is not None and weights.source in ("index", "default") and trained.suits(settings):
+        return trained
+    return weights
+
+
 def fusion_method(settings: RetrievalSettings) -> str:
     """The fusion a weight was fitted for: ``linear-zscore``, ``linear-minmax`` or ``rrf-<k>``."""
     return f"rrf-{settings.rrf_k}" if settings.fusion == "rrf" else f"linear-{settings.normalization}"
