@@ -29,10 +29,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Self
 
 import numpy as np
 
-from service.agents.base import AgentName, Evidence, Rewrite, RewriteOutput
+from service.agents.base import AgentName, Evidence, OfflineRewriter, Rewrite, RewriteOutput, TrainedParts
+from service.analysis.chain import analyzer_for
 from service.corpus.model import Query
 
 MAX_ISSUES = 3
@@ -165,7 +167,17 @@ def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_
     return [Issue(text[a:b], a, b) for a, b in spans]
 
 
-class OfflineIssueRewriter:
+def topic_of(classifier: Any, language: str) -> Topic | None:
+    """The segmenter's topic function: what a span's terms say about each section (the law
+    classifier's :meth:`~service.agents.prefilter.LawClassifier.term_evidence`), or ``None`` without
+    a classifier or a language."""
+    if classifier is None or not language:
+        return None
+    analyzer = analyzer_for(language)
+    return lambda text: classifier.term_evidence(analyzer.tokens(text))
+
+
+class OfflineIssueRewriter(OfflineRewriter):
     """The decomposition agent's offline issues: one rewrite per issue, none for a one-issue question.
 
     The LLM counterpart is :class:`~service.agents.rewriters.decompose.LlmDecomposeRewriter` with this
@@ -177,6 +189,11 @@ class OfflineIssueRewriter:
     def __init__(self, topic: Topic | None = None, *, max_issues: int = MAX_ISSUES) -> None:
         self.topic = topic
         self.max_issues = max_issues
+
+    @classmethod
+    def from_models(cls, models: TrainedParts | None) -> Self:
+        """With a model folder, the law classifier is the topic model."""
+        return cls(topic_of(models.law_classifier, models.language) if models is not None else None)
 
     def rewrite(self, query: Query, evidence: Evidence) -> RewriteOutput:
         issues = segment_issues(query.text, evidence.language, self.topic, max_issues=self.max_issues)

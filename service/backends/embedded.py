@@ -5,11 +5,18 @@ Layout of an index folder (see :class:`EmbeddedIndex`)::
     manifest.json   format version, embedder and dimension, languages, document count, generation
     tantivy/        BM25 over pre-analysed tokens (``service.analysis``), plus keyword filter fields
     vectors.faiss   IndexIDMap2 over a flat or HNSW inner-product index of unit vectors (= cosine)
-    docs.sqlite     documents, the id map (internal integer id <-> document id) and filter columns
+    docs.sqlite     documents, the id map (internal integer id <-> document id), filter columns and
+                    the work column (the work id of a document that is one of several versions)
 
 Every document gets a fresh internal id (``iid``) each time it is written; an update is a delete
 plus an insert. Filters are applied inside both retrievers: tantivy gets filter clauses in the
 query, faiss a bitmap selector (or an exact scan of the allowed vectors when very few match).
+
+Versions of one work (the same article in three languages) are searched as separate documents and
+collapsed to one hit per work (:func:`service.corpus.works.collapse`); each retriever asks for
+``k`` times the largest number of versions of a work, so ``k`` works always come back. The work
+column is optional: an index written before it existed reads as one without versions, and gains
+the column on its next write.
 """
 
 from __future__ import annotations
@@ -21,9 +28,10 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import faiss
 import numpy as np
@@ -32,9 +40,13 @@ import tantivy
 from service.analysis.chain import analyzer_for
 from service.analysis.language import detect_language
 from service.backends.base import IndexReport, IndexStats
+from service.backends.rows import AnalysedDoc, analysed_docs, checked_vectors
 from service.corpus.model import FILTER_FIELDS, Filters, Hit, LegalDoc
-from service.corpus.views import bm25_text
+from service.corpus.works import collapse
 from service.errors import IndexCorrupt, IndexNotFound, InvalidInput
+
+if TYPE_CHECKING:
+    from service.config import Settings
 
 FORMAT_VERSION = 1
 HNSW_M = 32
@@ -123,6 +135,14 @@ class _Snapshot:
     ids: list[str | None]
     iid_of: dict[str, int]
     columns: _FilterColumns
+    work_of: dict[str, str]
+    """Document id -> work id, for documents that are one of several versions of a work."""
+    max_versions: int
+    """The most versions any work has (1 when every document is a work of its own)."""
+
+    def collapse(self, hits: list[Hit], k: int, label: str) -> list[Hit]:
+        """One hit per work (a no-op for an index without versions)."""
+        return collapse(hits, self.work_of.get, k=k, label=label) if self.max_versions > 1 else hits
 
 
 class EmbeddedIndex:
@@ -178,7 +198,7 @@ class EmbeddedIndex:
                 db.execute(
                     "CREATE TABLE IF NOT EXISTS docs (iid INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, "
                     "doc TEXT NOT NULL, date INTEGER NOT NULL DEFAULT 0, "
-                    + ", ".join(f"{c} TEXT NOT NULL DEFAULT ''" for c in _DOC_COLUMNS) + ")"
+                    + ", ".join(f"{c} TEXT NOT NULL DEFAULT ''" for c in (*_DOC_COLUMNS, WORK_COLUMN)) + ")"
                 )
             db.close()
             tantivy.Index(self._build_schema(), path=str(self.path / "tantivy"), reuse=False)
@@ -217,19 +237,26 @@ class EmbeddedIndex:
         try:
             text_index = tantivy.Index.open(str(self.path / "tantivy"))
             vectors = faiss.read_index(str(self.path / "vectors.faiss"))
-            rows = self._db().execute(
-                "SELECT iid, id, date, " + ", ".join(_DOC_COLUMNS) + " FROM docs ORDER BY iid"
+            db = self._db()
+            work = WORK_COLUMN if _has_work_column(db) else "''"
+            rows = db.execute(
+                f"SELECT iid, id, date, {work}, " + ", ".join(_DOC_COLUMNS) + " FROM docs ORDER BY iid"
             ).fetchall()
         except (OSError, RuntimeError, ValueError, sqlite3.DatabaseError) as exc:
             raise IndexCorrupt(f"index at {self.path} cannot be read ({exc}); re-index it") from None
         next_iid = int(manifest["next_iid"])
         ids: list[str | None] = [None] * next_iid
         iid_of: dict[str, int] = {}
+        work_of: dict[str, str] = {}
+        versions: dict[str, int] = {}
         columns = _FilterColumns()
         columns._grow(next_iid)
-        for iid, doc_id, date, *values in rows:
+        for iid, doc_id, date, work_id, *values in rows:
             ids[iid] = doc_id
             iid_of[doc_id] = iid
+            if work_id:
+                work_of[doc_id] = work_id
+                versions[work_id] = versions.get(work_id, 0) + 1
             columns.set(iid, dict(zip(_DOC_COLUMNS, values, strict=True)), date)
         if len(rows) != manifest["documents"]:
             raise IndexCorrupt(
@@ -237,7 +264,8 @@ class EmbeddedIndex:
                 f"the document store holds {len(rows)}; re-index it"
             )
         snap = _Snapshot(manifest=manifest, mtime=mtime, tantivy=text_index, schema=text_index.schema,
-                         vectors=vectors, ids=ids, iid_of=iid_of, columns=columns)
+                         vectors=vectors, ids=ids, iid_of=iid_of, columns=columns, work_of=work_of,
+                         max_versions=max(versions.values(), default=1))
         self._snap = snap
         return snap
 
@@ -311,84 +339,38 @@ class EmbeddedIndex:
         report = IndexReport(sent=len(docs))
         if len(docs) == 0:
             return report
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        dim = int(self.manifest["dim"])
-        if vectors.shape != (len(docs), dim):
-            raise InvalidInput(f"expected vectors of shape ({len(docs)}, {dim}), got {vectors.shape}")
-        latest = {doc.id: position for position, doc in enumerate(docs)}
+        vectors = checked_vectors(docs, vectors, int(self.manifest["dim"]))
         with self._lock, FileLock(self.path / WRITE_LOCK):
             snap = self._fresh()
-            manifest = dict(snap.manifest)
-            manifest["state"] = "writing"
-            self._save_manifest(manifest)
-            # Searches keep using the snapshot's vector index; the write changes a private copy.
-            index = faiss.clone_index(snap.vectors)
-            writer = snap.tantivy.writer(heap_size=128_000_000, num_threads=1)
-            db = sqlite3.connect(self.path / "docs.sqlite", timeout=30)
-            next_iid = int(manifest["next_iid"])
-            languages = set(manifest["languages"])
-            dead = int(manifest["dead_vectors"])
-            is_flat = manifest["vector_index"] == "flat"
-            new_iids: list[int] = []
-            new_vectors: list[np.ndarray] = []
-            try:
-                for position, doc in enumerate(docs):
-                    if latest[doc.id] != position:
-                        continue  # a later line of the same batch replaces this one
-                    try:
-                        lang = doc.lang or manifest["language"] or detect_language(doc.text)
-                        tokens = analyzer_for(lang).tokens(bm25_text(doc))
-                        vec = vectors[position]
-                        if not np.all(np.isfinite(vec)):
-                            raise ValueError("vector has non-finite values")
-                    except Exception as exc:  # one bad document must not sink the batch
-                        report.failed[doc.id] = f"{type(exc).__name__}: {exc}"
-                        continue
-                    old = snap.iid_of.get(doc.id)
+            items = analysed_docs(docs, vectors, default_language=snap.manifest["language"], failed=report.failed)
+            with self._batch(snap, heap_size=128_000_000) as batch:
+                for item in items:
+                    old = snap.iid_of.get(item.doc.id)
                     if old is not None:
-                        writer.delete_documents_by_term("id", doc.id)
-                        db.execute("DELETE FROM docs WHERE iid = ?", (old,))
-                        dead += _remove_vector(index, old, is_flat)
-                    iid = next_iid
-                    next_iid += 1
-                    values = {c: getattr(doc, c) if c != "kind" else doc.kind.value for c in _DOC_COLUMNS}
-                    values["lang"] = lang
-                    tdoc = tantivy.Document()
-                    tdoc.add_text("id", doc.id)
-                    tdoc.add_unsigned("iid", iid)
-                    tdoc.add_text("body", " ".join(tokens))
-                    for column, value in values.items():
-                        tdoc.add_text(column, value)
-                    tdoc.add_integer("date", _date_num(doc.date))
-                    writer.add_document(tdoc)
-                    stored = doc.to_dict()
-                    stored["lang"] = lang
-                    db.execute(
-                        "INSERT INTO docs (iid, id, doc, date, " + ", ".join(_DOC_COLUMNS) + ") VALUES ("
-                        + ", ".join("?" * (4 + len(_DOC_COLUMNS))) + ")",
-                        (iid, doc.id, json.dumps(stored, ensure_ascii=False), _date_num(doc.date),
-                         *(values[c] for c in _DOC_COLUMNS)),
-                    )
-                    languages.add(lang)
-                    new_iids.append(iid)
-                    new_vectors.append(vec)
+                        batch.remove(item.doc.id, old)
+                    batch.add(item)
                     report.indexed += 1
-                if new_iids:
-                    index.add_with_ids(np.stack(new_vectors), np.asarray(new_iids, dtype=np.int64))
-                writer.commit()
-                writer.wait_merging_threads()
-                db.commit()
-                documents = int(db.execute("SELECT COUNT(*) FROM docs").fetchone()[0])
-            except BaseException:
-                db.rollback()
-                writer.rollback()
-                raise
-            finally:
-                db.close()
-            manifest.update(next_iid=next_iid, documents=documents, languages=sorted(languages),
-                            dead_vectors=dead, updated=time.strftime("%Y-%m-%dT%H:%M:%S"))
-            self._commit_vectors(manifest, index)
         return report
+
+    @contextmanager
+    def _batch(self, snap: _Snapshot, *, heap_size: int) -> Iterator[_WriteBatch]:
+        """One write transaction over the three stores, published as a new manifest when the block succeeds.
+
+        The manifest on disk says ``writing`` until then, so an interrupted write is detected on open.
+        """
+        manifest = dict(snap.manifest)
+        manifest["state"] = "writing"
+        self._save_manifest(manifest)
+        batch = _WriteBatch(self.path, snap, manifest, heap_size=heap_size)
+        try:
+            yield batch
+            batch.commit()
+        except BaseException:
+            batch.rollback()
+            raise
+        finally:
+            batch.close()
+        self._commit_vectors(batch.manifest, batch.vectors)
 
     def _commit_vectors(self, manifest: dict[str, Any], index: Any) -> None:
         """Rebuild the vector index if due, persist it, and publish the new manifest."""
@@ -437,31 +419,9 @@ class EmbeddedIndex:
             present = [(doc_id, snap.iid_of[doc_id]) for doc_id in dict.fromkeys(ids) if doc_id in snap.iid_of]
             if not present:
                 return 0
-            manifest = dict(snap.manifest)
-            is_flat = manifest["vector_index"] == "flat"
-            manifest["state"] = "writing"
-            self._save_manifest(manifest)
-            index = faiss.clone_index(snap.vectors)
-            writer = snap.tantivy.writer(heap_size=32_000_000, num_threads=1)
-            db = sqlite3.connect(self.path / "docs.sqlite", timeout=30)
-            dead = int(manifest["dead_vectors"])
-            try:
+            with self._batch(snap, heap_size=32_000_000) as batch:
                 for doc_id, iid in present:
-                    writer.delete_documents_by_term("id", doc_id)
-                    db.execute("DELETE FROM docs WHERE iid = ?", (iid,))
-                    dead += _remove_vector(index, iid, is_flat)
-                writer.commit()
-                writer.wait_merging_threads()
-                db.commit()
-                manifest["documents"] = int(db.execute("SELECT COUNT(*) FROM docs").fetchone()[0])
-            except BaseException:
-                db.rollback()
-                writer.rollback()
-                raise
-            finally:
-                db.close()
-            manifest.update(dead_vectors=dead, updated=time.strftime("%Y-%m-%dT%H:%M:%S"))
-            self._commit_vectors(manifest, index)
+                    batch.remove(doc_id, iid)
             return len(present)
 
     # ----- reading -------------------------------------------------------------------------------
@@ -477,11 +437,12 @@ class EmbeddedIndex:
     def bm25(self, query: str, *, k: int, filters: Filters | None = None, lang: str = "") -> list[Hit]:
         snap = self.snapshot()
         weights = analyzer_for(self._query_language(snap, query, lang)).query_weights(query)
-        return self._bm25(snap, weights, k, filters)
+        return snap.collapse(self._bm25(snap, weights, k * snap.max_versions, filters), k, "bm25")
 
     def bm25_terms(self, weights: dict[str, float], *, k: int, filters: Filters | None = None) -> list[Hit]:
         """BM25 for already-analysed terms with per-term weights (used by query expansion)."""
-        return self._bm25(self.snapshot(), weights, k, filters)
+        snap = self.snapshot()
+        return snap.collapse(self._bm25(snap, weights, k * snap.max_versions, filters), k, "bm25")
 
     def _bm25(self, snap: _Snapshot, weights: dict[str, float], k: int, filters: Filters | None) -> list[Hit]:
         if not weights or k <= 0:
@@ -519,6 +480,9 @@ class EmbeddedIndex:
 
     def knn(self, vector: np.ndarray, *, k: int, filters: Filters | None = None) -> list[Hit]:
         snap = self.snapshot()
+        return snap.collapse(self._knn(snap, vector, k * snap.max_versions, filters), k, "knn")
+
+    def _knn(self, snap: _Snapshot, vector: np.ndarray, k: int, filters: Filters | None) -> list[Hit]:
         if k <= 0:
             return []
         query = np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(1, -1))
@@ -580,6 +544,106 @@ class EmbeddedIndex:
             extra={"vector_index": manifest["vector_index"], "updated": manifest["updated"],
                    "backend": "embedded", "path": str(self.path)},
         )
+
+
+WORK_COLUMN = "work"
+"""The ``docs.sqlite`` column holding the work id of a document that is one of several versions ('' otherwise)."""
+
+_INSERT = (f"INSERT INTO docs (iid, id, doc, date, {WORK_COLUMN}, " + ", ".join(_DOC_COLUMNS) + ") VALUES ("
+           + ", ".join("?" * (5 + len(_DOC_COLUMNS))) + ")")
+
+
+def _has_work_column(db: sqlite3.Connection) -> bool:
+    return any(row[1] == WORK_COLUMN for row in db.execute("PRAGMA table_info(docs)"))
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One analysed document as the embedded engine stores it: a tantivy document, a SQLite row, a vector."""
+
+    iid: int
+    item: AnalysedDoc
+
+    @property
+    def columns(self) -> dict[str, str]:
+        """The filter column values (the resolved language, the kind's name)."""
+        doc = self.item.doc
+        values = {c: getattr(doc, c) for c in _DOC_COLUMNS}
+        values.update(kind=doc.kind.value, lang=self.item.lang)
+        return values
+
+    def tantivy_document(self, columns: dict[str, str]) -> tantivy.Document:
+        """The BM25 document: id, internal id, the analysed tokens, the filter columns and the date."""
+        tdoc = tantivy.Document()
+        tdoc.add_text("id", self.item.doc.id)
+        tdoc.add_unsigned("iid", self.iid)
+        tdoc.add_text("body", " ".join(self.item.tokens))
+        for column, value in columns.items():
+            tdoc.add_text(column, value)
+        tdoc.add_integer("date", _date_num(self.item.doc.date))
+        return tdoc
+
+    def sql_values(self, columns: dict[str, str]) -> tuple[Any, ...]:
+        """The ``docs`` table row (see :data:`_INSERT`): the stored document carries the resolved language."""
+        doc = self.item.doc
+        stored = doc.to_dict()
+        stored["lang"] = self.item.lang
+        return (self.iid, doc.id, json.dumps(stored, ensure_ascii=False), _date_num(doc.date),
+                doc.work if doc.versions else "", *(columns[c] for c in _DOC_COLUMNS))
+
+
+class _WriteBatch:
+    """The open stores of one write: a tantivy writer, a SQLite connection and a private copy of the
+    vector index (searches keep using the snapshot's until the write is published)."""
+
+    def __init__(self, path: Path, snap: _Snapshot, manifest: dict[str, Any], *, heap_size: int) -> None:
+        self.manifest = manifest
+        self.vectors = faiss.clone_index(snap.vectors)
+        self.writer = snap.tantivy.writer(heap_size=heap_size, num_threads=1)
+        self.db = sqlite3.connect(path / "docs.sqlite", timeout=30)
+        if not _has_work_column(self.db):  # an index written before works existed
+            self.db.execute(f"ALTER TABLE docs ADD COLUMN {WORK_COLUMN} TEXT NOT NULL DEFAULT ''")
+        self.is_flat = manifest["vector_index"] == "flat"
+        self.next_iid = int(manifest["next_iid"])
+        self.dead = int(manifest["dead_vectors"])
+        self.languages = set(manifest["languages"])
+        self.new_iids: list[int] = []
+        self.new_vectors: list[np.ndarray] = []
+
+    def remove(self, doc_id: str, iid: int) -> None:
+        """Delete a stored document from all three stores."""
+        self.writer.delete_documents_by_term("id", doc_id)
+        self.db.execute("DELETE FROM docs WHERE iid = ?", (iid,))
+        self.dead += _remove_vector(self.vectors, iid, self.is_flat)
+
+    def add(self, item: AnalysedDoc) -> None:
+        """Store an analysed document under a fresh internal id."""
+        row = _Row(self.next_iid, item)
+        self.next_iid += 1
+        columns = row.columns
+        self.writer.add_document(row.tantivy_document(columns))
+        self.db.execute(_INSERT, row.sql_values(columns))
+        self.languages.add(item.lang)
+        self.new_iids.append(row.iid)
+        self.new_vectors.append(item.vector)
+
+    def commit(self) -> None:
+        """Commit tantivy and SQLite, add the new vectors, and record the outcome in the manifest."""
+        if self.new_iids:
+            self.vectors.add_with_ids(np.stack(self.new_vectors), np.asarray(self.new_iids, dtype=np.int64))
+        self.writer.commit()
+        self.writer.wait_merging_threads()
+        self.db.commit()
+        documents = int(self.db.execute("SELECT COUNT(*) FROM docs").fetchone()[0])
+        self.manifest.update(next_iid=self.next_iid, documents=documents, languages=sorted(self.languages),
+                             dead_vectors=self.dead, updated=time.strftime("%Y-%m-%dT%H:%M:%S"))
+
+    def rollback(self) -> None:
+        self.db.rollback()
+        self.writer.rollback()
+
+    def close(self) -> None:
+        self.db.close()
 
 
 def _remove_vector(index: Any, iid: int, is_flat: bool) -> int:
@@ -679,6 +743,13 @@ class EmbeddedBackend:
         self.hnsw_min_docs = hnsw_min_docs
         self._indices: dict[str, EmbeddedIndex] = {}
         self._lock = threading.Lock()
+
+
+    @classmethod
+    def from_config(cls, settings: Settings) -> EmbeddedBackend:
+        """The backend of ``settings`` (``index.root``, ``backend.hnsw_min_docs``); the table rule of
+        :data:`service.plugins.BACKENDS`."""
+        return cls(settings.index.root, hnsw_min_docs=settings.backend.hnsw_min_docs)
 
     def index(self, name: str) -> EmbeddedIndex:
         """The index object for ``name`` (opened lazily)."""

@@ -19,7 +19,7 @@ best candidate a place in the first ten.
 
 Example::
 
-    found = IssueSearch(backend, embedder, hybrid).search(
+    found = IssueSearch(backend, runtime.retrieval("stard"), hybrid).search(
         ["公司辞退我能要补偿吗？", "房东不退押金怎么办？"], index="stard", language="zh", lang="zh", filters=None,
         pool=pool, classifier=models.law_classifier, memory=models.memory, graph=graph, prefilter=True)
 """
@@ -32,13 +32,12 @@ from typing import Any
 
 import numpy as np
 
-from service.agents.issues import Topic
 from service.agents.prefilter import LawClassifier, prefilter_laws, prefilter_sections, section_filter
 from service.analysis.chain import analyzer_for
 from service.backends.base import SearchBackend
 from service.corpus.graph import CorpusGraph
 from service.corpus.model import Filters, Hit, Provenance
-from service.embeddings.base import Embedder
+from service.pipelines.base import IndexRetrieval
 from service.pipelines.hybrid import HybridPipeline
 from service.rerank.priors import MemoryVote, QuestionMemory
 
@@ -51,15 +50,6 @@ ISSUE_PREFILTER = 20
 KEPT_LAWS = 20
 KEPT_SECTIONS = 40
 KEPT_VOTES = 60
-
-
-def topic_of(classifier: LawClassifier | None, language: str) -> Topic | None:
-    """The topic function of the segmenter: what a span's terms say about each section
-    (:meth:`LawClassifier.term_evidence`), or ``None`` without a classifier."""
-    if classifier is None:
-        return None
-    analyzer = analyzer_for(language)
-    return lambda text: classifier.term_evidence(analyzer.tokens(text))
 
 
 @dataclass
@@ -117,14 +107,15 @@ class IssueSearch:
     """Searches each issue with its own quota and adds the finds to the pool.
 
     Args:
-        backend, embedder: where and how to search.
-        hybrid: the fusion of the agentic pipeline's first pass (same weights for issues).
+        backend: the index.
+        retrieval: the index's query embedder and fusion weights.
+        hybrid: the fusion of the agentic pipeline's first pass.
     """
 
-    def __init__(self, backend: SearchBackend, embedder: Embedder, hybrid: HybridPipeline, *,
+    def __init__(self, backend: SearchBackend, retrieval: IndexRetrieval, hybrid: HybridPipeline, *,
                  quota: int = ISSUE_QUOTA, memory: int = ISSUE_MEMORY, prefilter: int = ISSUE_PREFILTER) -> None:
         self.backend = backend
-        self.embedder = embedder
+        self.retrieval = retrieval
         self.hybrid = hybrid
         self.quota = quota
         self.memory_quota = memory
@@ -140,13 +131,15 @@ class IssueSearch:
         candidates already in the pool get them (nothing joins): the ablation without quotas.
         ``allowed`` filters memory candidates (the request's filters; the engine filters the rest).
         """
-        vectors = self.embedder.embed_queries(list(texts)) if texts else np.zeros((0, 0), dtype=np.float32)
+        vectors = (self.retrieval.embedder.embed_queries(list(texts)) if texts
+                   else np.zeros((0, 0), dtype=np.float32))
         analyzer = analyzer_for(language)
         out: list[IssueEvidence] = []
         for j, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
             evidence = IssueEvidence(text)
             terms = analyzer.tokens(text)
-            fused = self.hybrid.filtered(index, text, vector, k=self.quota, filters=filters, lang=lang)
+            fused = self.hybrid.filtered(index, text, vector, k=self.quota, filters=filters, lang=lang,
+                                         weights=self.retrieval.weights)
             for rank, hit in enumerate(fused, start=1):
                 _add(pool, hit.doc_id, f"issue{j}", rank, "issue", text, join=quotas)
             evidence.hits = len(fused)
@@ -183,7 +176,8 @@ class IssueSearch:
         for kind, narrowed in passes:
             if narrowed is None:
                 continue
-            hits = self.hybrid.filtered(index, text, vector, k=self.prefilter_quota, filters=narrowed, lang=lang)
+            hits = self.hybrid.filtered(index, text, vector, k=self.prefilter_quota, filters=narrowed, lang=lang,
+                                        weights=self.retrieval.weights)
             for rank, hit in enumerate(hits, start=1):
                 _add(pool, hit.doc_id, f"issue{j}_{kind}", rank, f"issue_{kind}", text, join=join)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from service.agents.llm import CallBudget, LlmClient
 from service.agents.prefilter import (
     LawClassifier,
     LawPrediction,
@@ -18,6 +17,8 @@ from service.agents.prefilter import (
 from service.config import LlmSettings
 from service.corpus.graph import CorpusGraph
 from service.corpus.model import Filters, LegalDoc
+from service.llm.budget import CallBudget
+from service.llm.client import LlmClient
 from tests.support.openai_server import OpenAITestServer, Reply
 
 pytestmark = pytest.mark.unit

@@ -13,7 +13,7 @@ import pytest
 from service.backends.elasticsearch import ElasticsearchBackend
 from service.errors import EngineUnavailable
 from service.indexing import rebuild_engine
-from tests.backends.conformance import BackendConformance
+from tests.backends.conformance import BackendConformance, WorkConformance
 from tests.backends.engine_acceptance import EngineAcceptance, EngineHandle
 from tests.support.engines import unique_index
 
@@ -32,6 +32,18 @@ class TestElasticsearchConformance(BackendConformance):
         backend.drop(name)
 
 
+class TestElasticsearchWorks(WorkConformance):
+    @pytest.fixture(scope="class")
+    @classmethod
+    def works_index(cls, elasticsearch_url, elasticsearch_credentials, trilingual_docs, use_embedder):
+        backend = ElasticsearchBackend(elasticsearch_url, **elasticsearch_credentials.kwargs)
+        name = unique_index("works")
+        report = rebuild_engine(backend, name, use_embedder, trilingual_docs, language="de")
+        assert report.ok, report.failed
+        yield backend, name
+        backend.drop(name)
+
+
 class TestElasticsearchAcceptance(EngineAcceptance):
     @pytest.fixture
     def engine(self, elasticsearch_url, elasticsearch_credentials) -> EngineHandle:
@@ -39,7 +51,7 @@ class TestElasticsearchAcceptance(EngineAcceptance):
 
     def test_vector_field_is_an_unquantised_dense_vector(self, engine, cleanup, mini_docs, use_embedder) -> None:
         backend, name = self._indexed(engine, cleanup, mini_docs[:3], use_embedder, "dense")
-        mapping = backend._get_mapping(name)[f"{name}-v1"]["mappings"]["properties"]["vector"]
+        mapping = backend.api.get_mapping(name)[f"{name}-v1"]["mappings"]["properties"]["vector"]
         assert mapping["type"] == "dense_vector" and mapping["similarity"] == "cosine"
         assert mapping["index_options"]["type"] == "hnsw"
 
@@ -48,11 +60,11 @@ class TestElasticsearchAcceptance(EngineAcceptance):
         # synonym_graph comes from the node's lexsearch-es-compat plugin (the Maven build lacks analysis-common)
         backend, name = self._indexed(engine, cleanup, mini_docs, use_embedder, "synonyms")
         assert backend.supports_synonyms()
-        body_de = backend._get_mapping(name)[f"{name}-v1"]["mappings"]["properties"]["body_de"]
+        body_de = backend.api.get_mapping(name)[f"{name}-v1"]["mappings"]["properties"]["body_de"]
         assert body_de["analyzer"] == "lexsearch_german" and body_de["search_analyzer"] == "lexsearch_german_search"
         # "Kaution" is not in Art. 257e OR, but analyzers/synonyms/de.txt maps it to "Sicherheit"
         body = {"query": {"match": {"body_de": "Kaution"}}, "size": 20, "_source": False}
-        ids = [h["_id"] for h in backend._search(name, body)["hits"]["hits"]]
+        ids = [h["_id"] for h in backend.api.search(name, body)["hits"]["hits"]]
         assert "SR220_Art257e_de" in ids
 
 

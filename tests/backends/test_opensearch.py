@@ -11,7 +11,7 @@ import pytest
 
 from service.backends.opensearch import OpenSearchBackend
 from service.indexing import rebuild_engine
-from tests.backends.conformance import BackendConformance
+from tests.backends.conformance import BackendConformance, WorkConformance
 from tests.backends.engine_acceptance import EngineAcceptance, EngineHandle
 from tests.support.engines import unique_index
 
@@ -30,6 +30,18 @@ class TestOpenSearchConformance(BackendConformance):
         backend.drop(name)
 
 
+class TestOpenSearchWorks(WorkConformance):
+    @pytest.fixture(scope="class")
+    @classmethod
+    def works_index(cls, opensearch_url, trilingual_docs, use_embedder):
+        backend = OpenSearchBackend(opensearch_url)
+        name = unique_index("works")
+        report = rebuild_engine(backend, name, use_embedder, trilingual_docs, language="de")
+        assert report.ok, report.failed
+        yield backend, name
+        backend.drop(name)
+
+
 class TestOpenSearchAcceptance(EngineAcceptance):
     @pytest.fixture
     def engine(self, opensearch_url) -> EngineHandle:
@@ -37,7 +49,7 @@ class TestOpenSearchAcceptance(EngineAcceptance):
 
     def test_vector_field_uses_the_lucene_engine(self, engine, cleanup, mini_docs, use_embedder) -> None:
         backend, name = self._indexed(engine, cleanup, mini_docs[:3], use_embedder, "lucene")
-        mapping = backend._get_mapping(name)[f"{name}-v1"]["mappings"]["properties"]["vector"]
+        mapping = backend.api.get_mapping(name)[f"{name}-v1"]["mappings"]["properties"]["vector"]
         assert mapping["type"] == "knn_vector" and mapping["method"]["engine"] == "lucene"
 
     def test_body_fields_apply_the_legal_synonyms_at_search_time(self, engine, cleanup, mini_docs,
@@ -46,5 +58,5 @@ class TestOpenSearchAcceptance(EngineAcceptance):
         assert backend.supports_synonyms()
         # "Kaution" is not in Art. 257e OR, but analyzers/synonyms/de.txt maps it to "Sicherheit"
         body = {"query": {"match": {"body_de": "Kaution"}}, "size": 20, "_source": False}
-        ids = [h["_id"] for h in backend._search(name, body)["hits"]["hits"]]
+        ids = [h["_id"] for h in backend.api.search(name, body)["hits"]["hits"]]
         assert "SR220_Art257e_de" in ids
