@@ -36,11 +36,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from service.commands.dataset_index import ensure_dataset_index
 from service.config import load_settings
 from service.corpus.datasets import Dataset
 from service.corpus.joined import read_parts
 from service.evaluation import metrics
+from service.evaluation.dataset_index import ensure_dataset_index
 from service.evaluation.harness import evaluate
 from service.pipelines.build import Runtime
 
@@ -121,9 +121,8 @@ def proxy_scores(joined: dict[str, Any], single: dict[str, Any], parts: dict[str
     return out
 
 
-def bench_dataset(bench: Bench, models_root: Path, configs: list[str], depth: int, limit: int,
+def bench_dataset(bench: Bench, model_dir: Path, configs: list[str], depth: int, limit: int,
                   proxy_limit: int, splits: str) -> dict[str, Any]:
-    model_dir = models_root / bench.key
     if not (model_dir / "manifest.json").is_file():
         raise SystemExit(f"no model folder {model_dir}; train it first (lexsearch train or scripts/bench_agents.py)")
     runtime = Runtime(load_settings().replace(index={"model_dir": str(model_dir)}))
@@ -176,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--datasets", default="stard,gerlayqa,coliee")
     parser.add_argument("--configs", default=",".join(CONFIGS), help=f"comma list of {', '.join(CONFIGS)}")
     parser.add_argument("--models", default="models", help="folder with one model folder per dataset")
+    parser.add_argument("--model", action="append", default=[], metavar="DATASET=DIR",
+                        help="the model folder of one dataset (instead of MODELS/DATASET)")
     parser.add_argument("--depth", type=int, default=400, help="ranking depth scored (whole pool)")
     parser.add_argument("--limit", type=int, default=0, help="first N dev questions (0 = all)")
     parser.add_argument("--proxy-limit", type=int, default=0, help="first N joined questions (0 = all)")
@@ -192,8 +193,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown dataset in {keys}; use {', '.join(BENCHES)}")
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.gmtime())
     print(f"bench_multi: {started}; {platform.node()}, load {os.getloadavg()[0]:.1f}", flush=True)
-    runs = [bench_dataset(BENCHES[k], Path(args.models), configs, args.depth, args.limit, args.proxy_limit,
-                          args.splits) for k in keys]
+    folders = {k: Path(args.models) / k for k in keys}
+    for spec in args.model:
+        key, sep, folder = spec.partition("=")
+        if not sep or key not in BENCHES:
+            parser.error(f"--model {spec!r} must look like DATASET=DIR with DATASET one of {', '.join(BENCHES)}")
+        folders[key] = Path(folder)
+    runs = [bench_dataset(BENCHES[k], folders[k], configs, args.depth, args.limit, args.proxy_limit, args.splits)
+            for k in keys]
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps({"date": started, "runs": runs}, ensure_ascii=False, indent=1) + "\n",
