@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
+RESERVE_KEY = "issue_reserve"
 _FILES = {
     "law_classifier": "law_classifier.npz",
     "memory": "memory.npz",
@@ -77,6 +78,8 @@ class TrainedModels:
         language: the training questions' language ('' = mixed; detect per question).
         embedder: name of the embedder the vector-based parts were trained with.
         fusion: the hybrid fusion weights fitted on the training questions (manifest entry ``fusion``).
+        issue_reserve: places in the first ten each issue's best candidates are sure of, chosen by the
+            cross-validation (manifest entry ``issue_reserve``; ``None``: the default).
         info: the rest of the manifest (dataset, split, sizes, cross-validation scores).
     """
 
@@ -93,6 +96,7 @@ class TrainedModels:
     reranker_agentic: LearnedReranker | None = None
     reranker_hybrid: LearnedReranker | None = None
     fusion: FusionWeights | None = None
+    issue_reserve: int | None = None
     info: dict[str, Any] = field(default_factory=dict)
     path: str = ""
 
@@ -147,6 +151,7 @@ class TrainedModels:
             "feature_names": list(FEATURE_NAMES),
             "components": written,
             **({FUSION_KEY: self.fusion.to_dict()} if self.fusion is not None else {}),
+            **({RESERVE_KEY: self.issue_reserve} if self.issue_reserve is not None else {}),
             **(info if info is not None else self.info),
         }
         (folder / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
@@ -224,8 +229,11 @@ def read_models(path: str | Path, *, compile_trees: bool = True) -> TrainedModel
         except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
             raise ConfigError(f"{folder}: cannot read {filename} ({type(exc).__name__}: {exc}); retrain") from None
     models.fusion = FusionWeights.from_entry(manifest.get(FUSION_KEY), "model")
+    reserve = manifest.get(RESERVE_KEY)
+    models.issue_reserve = int(reserve) if isinstance(reserve, int) and reserve >= 0 else None
     models.info = {k: v for k, v in manifest.items()
-                   if k not in ("components", "feature_names", "format_version", "language", "embedder", FUSION_KEY)}
+                   if k not in ("components", "feature_names", "format_version", "language", "embedder", FUSION_KEY,
+                                RESERVE_KEY)}
     return models
 
 

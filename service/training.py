@@ -49,6 +49,7 @@ from service.models import TrainedModels, read_models
 from service.pipelines.agentic import AgenticPipeline, AgenticState
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
+from service.pipelines.issue_pool import RESERVES, balanced_order, issue_of
 from service.pipelines.resources import IndexResources
 from service.rerank.cocitation import CoCitation
 from service.rerank.features import FEATURE_NAMES
@@ -206,9 +207,20 @@ def _view(state: AgenticState, allowed: Sequence[str]) -> PlanView:
                     features=state.features)
 
 
-def pool_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k: int
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """The pool features and 0/1 labels of one question, searched as at query time (no reranking)."""
+@dataclass
+class PoolRows:
+    """One question's training pool: feature rows and 0/1 labels, the question's number, and per row
+    the issue the candidate answers (:func:`~service.pipelines.issue_pool.issue_of`) of ``issues``."""
+
+    features: np.ndarray
+    labels: np.ndarray
+    number: int
+    answers: list[int | None]
+    issues: int
+
+
+def pool_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k: int, number: int) -> PoolRows:
+    """The pool of one question, searched as at query time (no reranking), as training rows."""
     state = pipe.start(_request(query, index, k))
     while True:
         agents = pipe.plan(state)
@@ -218,37 +230,66 @@ def pool_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k
     # Every candidate, as at query time: dropping "uninteresting" ones would teach the trees that a
     # deep first-retrieval rank means "found by something else", which is often relevant.
     features = pipe.pool_features(state)
-    labels = np.asarray([1.0 if h.doc_id in gold else 0.0 for h in state.pool.values()], dtype=np.float32)
-    return features, labels
+    hits = list(state.pool.values())
+    labels = np.asarray([1.0 if h.doc_id in gold else 0.0 for h in hits], dtype=np.float32)
+    issues = len(state.issues)
+    return PoolRows(features, labels, number, [issue_of(h, issues) for h in hits], issues)
 
 
-def _cv_recall(groups: list[tuple[np.ndarray, np.ndarray, int]], folds: list[list[int]], gold_counts: list[int],
-               *, singles: int) -> tuple[dict[int, float], dict[int, float]]:
-    """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`:
-    over the split's own questions (numbers below ``singles``), and over the joined ones.
+def _fit(pools: Sequence[PoolRows], rounds: int, label: str = "learned") -> LearnedReranker:
+    return LearnedReranker.fit(np.concatenate([p.features for p in pools]), np.concatenate([p.labels for p in pools]),
+                               [len(p.labels) for p in pools], FEATURE_NAMES, rounds=rounds, label=label)
+
+
+@dataclass
+class CrossValidation:
+    """Out-of-fold Recall@10 by boosting rounds and by balance reserve, over the split's own questions
+    (``singles``) and over the questions joined from them (``joined``)."""
+
+    singles: dict[tuple[int, int], float]
+    joined: dict[tuple[int, int], float]
+    both: dict[tuple[int, int], float]
+
+    def best_rounds(self) -> int:
+        """The rounds with the best recall on the split's own questions, without balancing."""
+        return max(ROUND_GRID, key=lambda n: self.singles[(n, 0)])
+
+    def best_reserve(self, rounds: int) -> int:
+        """The reserve with the best recall over all questions (own and joined) at ``rounds``."""
+        return max(RESERVES, key=lambda r: (round(self.both[(rounds, r)], 6), -r))
+
+
+def _cv_recall(pools: list[PoolRows], folds: list[list[int]], gold_counts: list[int], *,
+               singles: int) -> CrossValidation:
+    """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`
+    and each balance reserve in :data:`~service.pipelines.issue_pool.RESERVES` (numbers below
+    ``singles`` are the split's own questions, the rest joined ones).
 
     ``gold_counts`` are the full gold-set sizes, so gold articles missing from a pool count as misses.
     """
-    recalls: dict[int, list[float]] = {n: [] for n in ROUND_GRID}
-    joined: dict[int, list[float]] = {n: [] for n in ROUND_GRID}
+    own: dict[tuple[int, int], list[float]] = {(n, r): [] for n in ROUND_GRID for r in RESERVES}
+    joined: dict[tuple[int, int], list[float]] = {(n, r): [] for n in ROUND_GRID for r in RESERVES}
     for held in folds:
         held_set = set(held)
-        train = [g for g in groups if g[2] not in held_set]
-        test = [g for g in groups if g[2] in held_set]
+        train = [p for p in pools if p.number not in held_set]
+        test = [p for p in pools if p.number in held_set]
         if not test:
             continue
-        model = LearnedReranker.fit(np.concatenate([g[0] for g in train]), np.concatenate([g[1] for g in train]),
-                                    [len(g[1]) for g in train], FEATURE_NAMES, rounds=max(ROUND_GRID))
-        matrix = np.concatenate([g[0] for g in test])
-        bounds = np.cumsum([0] + [len(g[1]) for g in test])
+        model = _fit(train, max(ROUND_GRID))
+        matrix = np.concatenate([p.features for p in test])
+        bounds = np.cumsum([0] + [len(p.labels) for p in test])
         for n in ROUND_GRID:
             scores = model.booster.predict(matrix, num_iteration=n, num_threads=2)
-            for j, g in enumerate(test):
-                part = scores[bounds[j]:bounds[j + 1]]
-                top = np.argsort(-part, kind="stable")[:10]
-                (recalls if g[2] < singles else joined)[n].append(float(g[1][top].sum()) / gold_counts[g[2]])
-    return ({n: float(np.mean(v)) for n, v in recalls.items()},
-            {n: float(np.mean(v)) for n, v in joined.items() if v})
+            for j, pool in enumerate(test):
+                order = np.argsort(-scores[bounds[j]:bounds[j + 1]], kind="stable")
+                answers = [pool.answers[i] for i in order]
+                for r in RESERVES:
+                    top = order[balanced_order(answers, pool.issues, reserve=r)[:10]]
+                    recall = float(pool.labels[top].sum()) / gold_counts[pool.number]
+                    (own if pool.number < singles else joined)[(n, r)].append(recall)
+    both = {key: float(np.mean(own[key] + joined[key])) for key in own}
+    return CrossValidation({k: float(np.mean(v)) for k, v in own.items()},
+                           {k: float(np.mean(v)) for k, v in joined.items() if v}, both)
 
 
 def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path, *, folds: int = FOLDS,
@@ -308,8 +349,8 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     # Reranker pools, searched as at query time with the fold's parts and the policy. Each fold also
     # gets questions joined from its own held-out questions (multi-issue pools; their parts never
     # leave the fold). They are numbered after the split's questions, in the fold they came from.
-    agentic_groups: list[tuple[np.ndarray, np.ndarray, int]] = []
-    hybrid_groups: list[tuple[np.ndarray, np.ndarray, int]] = []
+    agentic_groups: list[PoolRows] = []
+    hybrid_groups: list[PoolRows] = []
     gold_counts = [len(g) for g in data.golds]
     cv_folds = [list(p) for p in parts]
     for f, held in enumerate(parts):
@@ -318,48 +359,48 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
         agentic = AgenticPipeline.from_runtime(runtime, models=models)
         hybrid = AgenticPipeline.from_runtime(runtime, name="hybrid+rerank", rounds=False, models=models)
         for i in tqdm(held, desc=f"pools fold {f + 1}", disable=not show_bars, leave=False):
-            x, y = pool_rows(agentic, data.queries[i], data.golds[i], index, k)
-            agentic_groups.append((x, y, i))
-            x, y = pool_rows(hybrid, data.queries[i], data.golds[i], index, k)
-            hybrid_groups.append((x, y, i))
+            agentic_groups.append(pool_rows(agentic, data.queries[i], data.golds[i], index, k, i))
+            hybrid_groups.append(pool_rows(hybrid, data.queries[i], data.golds[i], index, k, i))
         joined = joined_for_training([data.queries[i].qid for i in held], [data.queries[i].text for i in held],
                                      [data.golds[i] for i in held], graph, language=data.language, seed=SEED + f)
         for j in tqdm(joined, desc=f"joined pools fold {f + 1}", disable=not show_bars, leave=False):
             number = len(gold_counts)
             query = Query(text=j.text, qid=j.qid, lang=data.queries[held[0]].lang)
-            x, y = pool_rows(agentic, query, set(j.gold), index, k)
-            agentic_groups.append((x, y, number))
+            agentic_groups.append(pool_rows(agentic, query, set(j.gold), index, k, number))
             gold_counts.append(len(j.gold))
             cv_folds[f].append(number)
     t = lap("pools", t)
     _say(progress, "cross-validating the rerankers")
-    cv_agentic, cv_joined = _cv_recall(agentic_groups, cv_folds, gold_counts, singles=len(data.queries))
-    best_agentic = max(cv_agentic, key=lambda n: cv_agentic[n])
-    single_groups = [g for g in agentic_groups if g[2] < len(data.queries)]
-    pool_recall = float(np.mean([g[1].sum() / gold_counts[g[2]] for g in single_groups]))
+    cv = _cv_recall(agentic_groups, cv_folds, gold_counts, singles=len(data.queries))
+    best_agentic = cv.best_rounds()
+    reserve = cv.best_reserve(best_agentic)
+    single_groups = [p for p in agentic_groups if p.number < len(data.queries)]
+    pool_recall = float(np.mean([p.labels.sum() / gold_counts[p.number] for p in single_groups]))
     t = lap("cv", t)
 
     _say(progress, "fitting the final models on the whole split")
     final = fit_parts(data, list(range(len(data.queries))), graph, vocabulary, embedder)
     final.fusion = fusion.weights("model")
     final.planner = policy
-    final.reranker_agentic = LearnedReranker.fit(
-        np.concatenate([g[0] for g in agentic_groups]), np.concatenate([g[1] for g in agentic_groups]),
-        [len(g[1]) for g in agentic_groups], FEATURE_NAMES, rounds=best_agentic)
-    final.reranker_hybrid = LearnedReranker.fit(
-        np.concatenate([g[0] for g in hybrid_groups]), np.concatenate([g[1] for g in hybrid_groups]),
-        [len(g[1]) for g in hybrid_groups], FEATURE_NAMES, rounds=best_agentic, label="learned_hybrid")
+    final.issue_reserve = reserve
+    final.reranker_agentic = _fit(agentic_groups, best_agentic)
+    final.reranker_hybrid = _fit(hybrid_groups, best_agentic, label="learned_hybrid")
     lap("final", t)
     info = {
         "dataset": dataset.name, "data": str(dataset.path), "split": split, "questions": len(data.queries),
         "corpus_documents": len(graph), "index": index, "folds": folds,
         "fusion_fit": {k: v for k, v in fusion.to_dict().items() if k not in ("bm25", "knn")},
-        "cv": {"agentic_recall@10": round(cv_agentic[best_agentic], 4), "agentic_rounds": best_agentic,
-               "agentic_by_rounds": {str(n): round(v, 4) for n, v in cv_agentic.items()},
+        "cv": {"agentic_recall@10": round(cv.singles[(best_agentic, reserve)], 4), "agentic_rounds": best_agentic,
+               "agentic_by_rounds": {str(n): round(cv.singles[(n, 0)], 4) for n in ROUND_GRID},
                "pool_recall": round(pool_recall, 4),
-               "mean_pool": round(float(np.mean([len(g[1]) for g in single_groups])), 1),
+               "mean_pool": round(float(np.mean([len(p.labels) for p in single_groups])), 1),
                "joined_questions": len(agentic_groups) - len(single_groups),
-               "joined_recall@10": round(cv_joined[best_agentic], 4) if cv_joined else None},
+               "joined_recall@10": round(cv.joined[(best_agentic, reserve)], 4) if cv.joined else None,
+               "issue_reserve": reserve,
+               "by_reserve": {str(r): {"own": round(cv.singles[(best_agentic, r)], 4),
+                                       "joined": (round(cv.joined[(best_agentic, r)], 4)
+                                                  if (best_agentic, r) in cv.joined else None)}
+                              for r in RESERVES}},
         "timings_s": {**timings, "total": round(time.perf_counter() - started, 1)},
     }
     final.info = info

@@ -44,10 +44,12 @@ def test_training_writes_every_component(trained) -> None:
                                            "reranker_hybrid"}
     assert manifest["questions"] == 8 and manifest["split"] == "dev" and manifest["embedder"] == "use-m3"
     assert 0.0 <= report["cv"]["agentic_recall@10"] <= 1.0 and report["timings_s"]["total"] > 0
-    assert report["cv"]["joined_questions"] >= 0
+    assert report["cv"]["joined_questions"] >= 0 and report["cv"]["issue_reserve"] in (0, 1, 2, 3)
+    assert set(report["cv"]["by_reserve"]) == {"0", "1", "2", "3"}
     models = load_models(out)
     assert models is load_models(out)  # cached per process
     assert models.memory is not None and len(models.memory) == 8
+    assert models.issue_reserve == report["cv"]["issue_reserve"] and models.cocitation is not None
     assert models.law_probabilities("用人单位辞退劳动者") and models.prior.count("17083") == 1
 
 

@@ -27,7 +27,7 @@ from service.models import TrainedModels
 from service.pipelines.agentic_state import AgenticState
 from service.pipelines.base import SearchResponse
 from service.pipelines.candidates import fetch, pool_order
-from service.pipelines.issue_pool import IssueEvidence, balance
+from service.pipelines.issue_pool import RESERVE, IssueEvidence, balance
 from service.pipelines.resources import IndexResources
 from service.rerank.base import RerankContext, Reranker, RerankerParts, choose_reranker
 from service.rerank.features import FEATURE_NAMES, FeatureContext, IssueContext, pool_features
@@ -76,7 +76,8 @@ class AgenticFinish:
             ranked = reranker.rerank(Query(request.query, request.qid, state.language), hits,
                                      k=len(hits) if balanced else request.k, context=context)
             if balanced:
-                ranked = balance(ranked, len(state.issues), label=reranker.name)[: request.k]
+                reserve = models.issue_reserve if models is not None and models.issue_reserve is not None else RESERVE
+                ranked = balance(ranked, len(state.issues), reserve=reserve, label=reranker.name)[: request.k]
         notes = dict(context.notes)
         if notes.get("llm"):
             state.count_llm([notes["llm"]])

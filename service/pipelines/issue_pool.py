@@ -189,7 +189,10 @@ def issue_ranks(hit: Hit, issues: int, kind: str = "") -> list[int]:
 
 
 RESERVE = 1
-"""Places in the first :data:`WINDOW` that each issue's best candidates are sure of (see :func:`balance`)."""
+"""Places in the first :data:`WINDOW` that each issue's best candidates are sure of (see
+:func:`balance`), unless the model folder says otherwise (``lexsearch train`` picks it)."""
+RESERVES = (0, 1, 2, 3)
+"""The reserves training chooses from."""
 WINDOW = 10
 
 
@@ -204,27 +207,31 @@ def issue_of(hit: Hit, issues: int) -> int | None:
     return best[1] if best is not None else None
 
 
-def balance(ranked: Sequence[Hit], issues: int, *, reserve: int = RESERVE, window: int = WINDOW,
-            label: str = "") -> list[Hit]:
-    """The ranking with each issue's ``reserve`` best candidates (in the ranking's order) moved into
-    the first ``window`` places, so that one issue cannot take them all. Everything else keeps its
-    order; inside the window the order is the ranking's. With ``label``, ``hit.ranks[label]`` is
-    renumbered."""
+def balanced_order(answers: Sequence[int | None], issues: int, *, reserve: int = RESERVE,
+                   window: int = WINDOW) -> list[int]:
+    """Positions of a ranking (``answers[i]``: the issue its ``i``-th candidate answers) reordered so
+    that each issue's ``reserve`` best candidates are in the first ``window`` places, and one issue
+    cannot take them all. Everything else keeps its order, and so does the window."""
     if issues < 2 or reserve < 1:
-        return list(ranked)
+        return list(range(len(answers)))
     chosen: list[int] = []
     taken = [0] * issues
-    for i, hit in enumerate(ranked):
-        j = issue_of(hit, issues)
-        if j is not None and taken[j] < reserve:
+    for i, j in enumerate(answers):
+        if j is not None and 0 <= j < issues and taken[j] < reserve:
             taken[j] += 1
             chosen.append(i)
     chosen = chosen[:window]
     picked = set(chosen)
-    rest = [i for i in range(len(ranked)) if i not in picked]
+    rest = [i for i in range(len(answers)) if i not in picked]
     head = sorted(chosen + rest[: max(0, window - len(chosen))])
     in_head = set(head)
-    order = head + [i for i in rest if i not in in_head]
+    return head + [i for i in rest if i not in in_head]
+
+
+def balance(ranked: Sequence[Hit], issues: int, *, reserve: int = RESERVE, window: int = WINDOW,
+            label: str = "") -> list[Hit]:
+    """The ranking reordered by :func:`balanced_order`; with ``label``, ``hit.ranks[label]`` is renumbered."""
+    order = balanced_order([issue_of(h, issues) for h in ranked], issues, reserve=reserve, window=window)
     out = [ranked[i] for i in order]
     if label:
         for rank, hit in enumerate(out, start=1):
