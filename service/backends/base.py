@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from service.config import RetrievalSettings
 from service.corpus.model import Filters, Hit, LegalDoc
 
 
@@ -114,3 +115,13 @@ class SearchBackend(Protocol):
 
     def scan(self, name: str) -> Iterator[LegalDoc]:
         """Every live document, in no particular order (for re-indexing and vocabulary building)."""
+
+
+@runtime_checkable
+class NativeFusion(Protocol):
+    """A backend that fuses BM25 and kNN itself, in one request (OpenSearch's hybrid query)."""
+
+    def hybrid(self, name: str, query: str, vector: np.ndarray, *, k: int, fusion: RetrievalSettings,
+               filters: Filters | None = None, lang: str = "") -> list[Hit]:
+        """The ``k`` best documents of BM25 and kNN (``k`` hits each) fused by ``fusion`` (RRF or linear),
+        with the fused score in ``hit.scores["hybrid"]``."""

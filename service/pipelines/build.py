@@ -13,11 +13,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from service.backends.base import SearchBackend
+from service.backends.base import NativeFusion, SearchBackend
 from service.config import Settings
 from service.embeddings.base import Embedder
 from service.embeddings.cache import CachedEmbedder
-from service.errors import InvalidInput
+from service.errors import ConfigError, InvalidInput
 from service.pipelines.base import Pipeline
 from service.pipelines.hybrid import HybridPipeline
 
@@ -69,8 +69,19 @@ PipelineFactory = Callable[["Runtime"], Pipeline]
 _PIPELINES: dict[str, PipelineFactory] = {
     "bm25": lambda rt: HybridPipeline(rt.backend, rt.embedder, rt.settings.retrieval, mode="bm25"),
     "dense": lambda rt: HybridPipeline(rt.backend, rt.embedder, rt.settings.retrieval, mode="dense"),
-    "hybrid": lambda rt: HybridPipeline(rt.backend, rt.embedder, rt.settings.retrieval, mode="hybrid"),
+    "hybrid": lambda rt: HybridPipeline(rt.backend, rt.embedder, rt.settings.retrieval, mode="hybrid",
+                                        native=native_fusion(rt)),
 }
+
+
+def native_fusion(rt: Runtime) -> NativeFusion | None:
+    """The backend, when ``engine.fusion = engine`` asks it to fuse hybrid searches itself."""
+    if rt.settings.engine.fusion != "engine":
+        return None
+    backend = rt.backend
+    if not isinstance(backend, NativeFusion):
+        raise ConfigError(f"engine.fusion=engine: the {rt.settings.backend.kind} backend cannot fuse natively")
+    return backend
 
 
 def register_pipeline(name: str, factory: PipelineFactory) -> None:

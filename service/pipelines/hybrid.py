@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from service.backends.base import SearchBackend
+from service.backends.base import NativeFusion, SearchBackend
 from service.config import RetrievalSettings
 from service.corpus.model import Filters, Hit
 from service.embeddings.base import Embedder
@@ -31,7 +31,9 @@ class Probe:
 class HybridPipeline:
     """BM25 and kNN over the same index, fused client-side (RRF or linear), identical on every backend.
 
-    ``mode`` is ``bm25``, ``dense`` or ``hybrid``.
+    ``mode`` is ``bm25``, ``dense`` or ``hybrid``. With ``native`` (``engine.fusion = engine``), the
+    ``hybrid`` mode lets that backend fuse the two lists in one request instead; :meth:`probe` (the
+    separate lists, used by the routed and agentic pipelines) is the same either way.
 
     Example::
 
@@ -40,7 +42,7 @@ class HybridPipeline:
     """
 
     def __init__(self, backend: SearchBackend, embedder: Embedder, settings: RetrievalSettings,
-                 *, mode: str = "hybrid") -> None:
+                 *, mode: str = "hybrid", native: NativeFusion | None = None) -> None:
         if mode not in ("bm25", "dense", "hybrid"):
             raise ValueError(f"unknown retrieval mode {mode!r}")
         self.backend = backend
@@ -48,6 +50,7 @@ class HybridPipeline:
         self.settings = settings
         self.mode = mode
         self.name = mode
+        self.native = native if mode == "hybrid" else None
 
     def probe(self, query: str, index: str, *, k: int, filters: Filters | None, lang: str,
               watch: Stopwatch) -> Probe:
@@ -80,10 +83,24 @@ class HybridPipeline:
         request = request.validated(self.settings.max_query_chars)
         watch = Stopwatch()
         depth = max(request.k, self.settings.depth)
+        if self.native is not None:
+            return self._run_native(request, depth, watch)
         probe = self.probe(request.query, request.index, k=depth, filters=request.filters,
                            lang=request.lang, watch=watch)
         with watch.stage("fuse"):
             hits = self.fuse(probe)[: request.k]
         trace = {"pipeline": self.name, "timings_ms": watch.to_dict(),
                  "candidates": {"bm25": len(probe.bm25), "knn": len(probe.knn)}}
+        return SearchResponse(hits=hits, trace=trace)
+
+    def _run_native(self, request: SearchRequest, depth: int, watch: Stopwatch) -> SearchResponse:
+        """Hybrid search fused by the backend (``depth`` hits from each retriever, as in :meth:`probe`)."""
+        assert self.native is not None
+        with watch.stage("embed"):
+            vector = self.embedder.embed_queries([request.query])[0]
+        with watch.stage("retrieve"):
+            hits = self.native.hybrid(request.index, request.query, vector, k=depth, fusion=self.settings,
+                                      filters=request.filters, lang=request.lang)[: request.k]
+        trace = {"pipeline": self.name, "timings_ms": watch.to_dict(), "fusion": "engine",
+                 "candidates": {"fused": len(hits)}}
         return SearchResponse(hits=hits, trace=trace)
