@@ -30,6 +30,8 @@ from service.corpus.model import LegalDoc
 from service.corpus.views import embedding_text
 from service.errors import ConfigError
 from service.indexing import rebuild_engine
+from service.pipelines.base import SearchRequest
+from service.pipelines.build import Runtime
 from service.pipelines.hybrid import HybridPipeline, Probe
 from tests.backends.conformance import QUERIES, BackendConformance
 from tests.support.engines import ELASTICSEARCH_CREDENTIALS, LocalCluster, unique_index
@@ -145,6 +147,17 @@ def test_native_hybrid_fuses_like_the_client(whole, mini_docs, use_embedder) -> 
                 best = sorted(theirs.values(), reverse=True)[: len(native)]  # the same top scores (ties may swap)
                 assert [h.score for h in native] == pytest.approx(best, rel=1e-4, abs=1e-3)
                 assert native[0].scores == {"hybrid": native[0].score} and native[0].ranks == {"hybrid": 1}
+        # the hybrid pipeline hands the fusion to the engine when engine.fusion = engine
+        settings = load_settings(environ={}, overrides={
+            "backend": {"kind": "opensearch", "url": backend.url}, "engine": {"fusion": "engine"},
+            "retrieval": {"normalization": "minmax"}})
+        query, lang = QUERIES[0]
+        response = Runtime(settings, backend=backend, embedder=use_embedder).pipeline("hybrid").run(
+            SearchRequest(query, index=name, k=5, lang=lang))
+        assert response.trace["fusion"] == "engine"
+        expected = backend.hybrid(name, query, vectors[0], k=settings.retrieval.depth, fusion=settings.retrieval,
+                                  lang=lang)
+        assert [h.doc_id for h in response.hits] == [h.doc_id for h in expected[:5]]
     finally:
         backend.drop(name)
 
