@@ -23,8 +23,8 @@ client-side fusion. ``--per-shard-stats`` adds each engine once more with
 ``search_type=query_then_fetch`` (label ``<engine>/qtf``): on an index of several shards, what BM25
 costs and scores without ``dfs_query_then_fetch``.
 
-The first ``--warmup`` queries are run but not timed. ``--reuse`` skips the builds when every index
-exists (for quick iterations; the reported numbers should come from a run with builds). Engine
+The first ``--warmup`` queries are run but not timed. ``--reuse`` builds only the indices that do
+not exist yet (the embedded one lives in ``var/bench-engines``). Engine
 settings (shards, replicas, search type, ...) come from the usual settings (``LEXSEARCH_ENGINE_*``).
 Elasticsearch credentials: ``ELASTICSEARCH_USER`` / ``ELASTICSEARCH_PASSWORD`` (the defaults of
 ``scripts/elasticsearch-local``). A node needs about 1 GB of heap for STARD (58,625 x 512 vectors).
@@ -37,7 +37,6 @@ import dataclasses
 import json
 import os
 import platform
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -88,23 +87,21 @@ def build_engine(backend: EngineBackend, index: str, embedder: CachedEmbedder, d
 
 
 def build_all(settings: Settings, embedder: CachedEmbedder, dataset: Dataset, root: Path, index: str,
-              engines: dict[str, EngineBackend]) -> dict[str, dict[str, float]]:
-    """Build every index from the corpus; returns seconds and docs/s per backend."""
+              backends: dict[str, SearchBackend]) -> dict[str, dict[str, float]]:
+    """Build the index on each of ``backends`` from the corpus; returns seconds and docs/s per backend."""
     docs = [with_citations(d) for d in load_corpus(dataset)]
     embedder.embed_documents([embedding_text(d) for d in docs])  # warm the cache: time indexing only
-    if root.exists():
-        shutil.rmtree(root)
-    root.mkdir(parents=True)
     out = {}
-    start = time.perf_counter()
-    report = rebuild_embedded(root, index, embedder, docs, language=dataset.language,
-                              hnsw_min_docs=settings.backend.hnsw_min_docs)
-    seconds = time.perf_counter() - start
-    assert report.ok, list(report.failed.items())[:3]
-    out["embedded"] = {"seconds": seconds, "docs_per_s": len(docs) / seconds}
-    print(f"embedded: {len(docs)} docs in {seconds:.1f}s (load {load_load()})", file=sys.stderr, flush=True)
-    for name, backend in engines.items():
-        out[name] = build_engine(backend, index, embedder, docs, dataset.language)
+    for name, backend in backends.items():
+        if isinstance(backend, EngineBackend):
+            out[name] = build_engine(backend, index, embedder, docs, dataset.language)
+        else:
+            start = time.perf_counter()
+            report = rebuild_embedded(root, index, embedder, docs, language=dataset.language,
+                                      hnsw_min_docs=settings.backend.hnsw_min_docs)
+            seconds = time.perf_counter() - start
+            assert report.ok, list(report.failed.items())[:3]
+            out[name] = {"seconds": seconds, "docs_per_s": len(docs) / seconds}
         print(f"{name}: {len(docs)} docs in {out[name]['seconds']:.1f}s (load {load_load()})", file=sys.stderr,
               flush=True)
     return out
@@ -147,7 +144,7 @@ def main() -> int:
     parser.add_argument("--index", default="bench-engines", help="index (alias) name on every backend")
     parser.add_argument("--limit", type=int, default=0, help="only the first N queries (0 = all)")
     parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--reuse", action="store_true", help="skip the builds when every index exists")
+    parser.add_argument("--reuse", action="store_true", help="build only the indices that do not exist yet")
     parser.add_argument("--per-shard-stats", action="store_true",
                         help="also query each engine with search_type=query_then_fetch (label <engine>/qtf)")
     parser.add_argument("--native", action="store_true",
@@ -168,8 +165,9 @@ def main() -> int:
 
     build_times: dict[str, dict[str, float]] = {}
     build_load = ""
-    if not (args.reuse and all(b.exists(args.index) for b in backends.values())):
-        build_times = build_all(settings, embedder, dataset, root, args.index, engines)
+    missing = {name: b for name, b in backends.items() if not (args.reuse and b.exists(args.index))}
+    if missing:
+        build_times = build_all(settings, embedder, dataset, root, args.index, missing)
         build_load = load_load()
 
     if args.per_shard_stats:

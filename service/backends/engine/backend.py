@@ -108,8 +108,6 @@ class EngineBackend:
         """The product adapter (raw requests, no error translation)."""
         return self.client.api
 
-    check_name = staticmethod(check_name)
-
     # ----- SearchBackend: lifecycle ------------------------------------------------------------------
 
     def exists(self, name: str) -> bool:

@@ -35,8 +35,10 @@ INCOMPLETE_BACKOFF_S = 0.25
 class EngineApi(Protocol):
     """The requests lexsearch sends, implemented once per product for its client library.
 
-    Every method may raise the library's exceptions; :meth:`classify` reduces them to a
-    :class:`Failure` (or None for an exception that is a bug). Responses are plain mappings.
+    An adapter is built as ``Api(connection, options)`` (:class:`~service.config.BackendSettings`,
+    :class:`~service.config.EngineSettings`) and makes its client library's client right away (that
+    connects nothing). Every method may raise the library's exceptions; :meth:`classify` reduces them
+    to a :class:`Failure` (or None for an exception that is a bug). Responses are plain mappings.
     """
 
     engine: ClassVar[Engine]
