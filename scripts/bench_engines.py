@@ -60,8 +60,9 @@ from service.corpus.views import embedding_text  # noqa: E402
 from service.embeddings.cache import CachedEmbedder  # noqa: E402
 from service.evaluation import metrics  # noqa: E402
 from service.indexing import index_documents, rebuild_embedded, with_citations  # noqa: E402
+from service.pipelines.base import Probe  # noqa: E402
 from service.pipelines.build import build_embedder  # noqa: E402
-from service.pipelines.hybrid import HybridPipeline, Probe  # noqa: E402
+from service.pipelines.hybrid import HybridPipeline  # noqa: E402
 
 MODES = ("bm25", "knn", "hybrid")
 
@@ -125,7 +126,7 @@ def query_pass(backends: dict[str, SearchBackend], modes: dict[str, tuple[str, .
                 ms += timed(fuser.fuse, result)[1]
             else:
                 result, ms = timed(backend.hybrid, index, query.text, vector, k=depth, fusion=native[mode],
-                                   lang=query.lang)
+                                   weights={"bm25": 0.5, "knn": 0.5}, lang=query.lang)
             yield name, mode, ms, result
 
 

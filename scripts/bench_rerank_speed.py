@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from service.commands.dataset_index import ensure_dataset_index
 from service.config import load_settings
 from service.corpus.datasets import Dataset
+from service.evaluation.dataset_index import ensure_dataset_index
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
 
@@ -39,11 +39,11 @@ def main() -> int:
     parser.add_argument("--out", help="write the results as JSON here")
     args = parser.parse_args()
     base = load_settings().replace(index={"model_dir": args.models})
+    dataset = Dataset(args.data)
     lightgbm = Runtime(base.replace(agents={"compiled_trees": False}))
-    compiled = Runtime(base.replace(agents={"compiled_trees": True}), embedder=lightgbm.embedder,
+    compiled = Runtime(base.replace(agents={"compiled_trees": True}), embedder=lightgbm.embedder_for(dataset.language),
                        backend=lightgbm.backend)
     runtimes = {"lightgbm": lightgbm, "compiled": compiled}
-    dataset = Dataset(args.data)
     index = ensure_dataset_index(lightgbm, dataset)
     queries = dataset.queries(args.split)[: args.limit]
     configs = [(p, s) for p in PIPELINES for s in SCORERS]

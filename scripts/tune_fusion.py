@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import argparse
 
-from service.commands.dataset_index import ensure_dataset_index
 from service.config import load_settings
 from service.corpus.datasets import Dataset
+from service.evaluation.dataset_index import ensure_dataset_index
 from service.evaluation.metrics import mean, mrr_at, recall_at
 from service.pipelines.build import Runtime
 from service.retrieval.fusion import linear, rrf
@@ -30,8 +30,9 @@ def main() -> None:
     index = ensure_dataset_index(runtime, dataset)
     queries, qrels = dataset.queries(args.split), dataset.qrels(args.split)
     lists = []
+    embedder = runtime.retrieval(index).embedder
     for q in queries:
-        vector = runtime.embedder.embed_queries([q.text[:4000]])[0]
+        vector = embedder.embed_queries([q.text[:4000]])[0]
         lists.append(runtime.backend.probe(index, q.text[:4000], vector, k=args.depth, lang=q.lang))
     settings = [("bm25 only", lambda b, k: b), ("knn only", lambda b, k: k)]
     for rrf_k in (10, 60):

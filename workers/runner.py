@@ -25,7 +25,6 @@ import importlib
 import json
 import logging
 import os
-import random
 import threading
 import time
 from contextlib import nullcontext
@@ -33,12 +32,14 @@ from typing import Any, Protocol
 
 import redis
 
+from service.backoff import backoff_s
 from service.config import Settings
 from service.corpus.model import LegalDoc
 from service.errors import LexsearchError
 from service.indexing import index_documents
 from service.jobs import JobKind, JobRecord, JobStatus, JobStore
-from service.pipelines.base import SearchResponse
+from service.lazy import built_once
+from service.pipelines.base import SearchResponse, StepwisePipeline
 from service.pipelines.build import Runtime
 from service.redisconn import connect
 from service.search_json import render_response, request_from_json
@@ -48,14 +49,8 @@ from workers.semaphore import RedisSemaphore
 
 log = logging.getLogger("lexsearch.worker")
 
-STEP_METHODS = ("start", "plan", "rewrite", "merge", "finish")
 RETRIEVAL_ONLY = frozenset({"bm25", "dense", "hybrid"})
 """Pipelines that never call an LLM, so their jobs take no LLM slot."""
-
-
-def is_stepwise(pipeline: Any) -> bool:
-    """Whether the pipeline exposes the step-wise interface (see the module docstring)."""
-    return all(callable(getattr(pipeline, name, None)) for name in STEP_METHODS)
 
 
 class Scheduler(Protocol):
@@ -88,34 +83,22 @@ class WorkerContext:
     @property
     def runtime(self) -> Runtime:
         self._check_fork()
-        with self._lock:
-            if self._runtime is None:
-                self._runtime = Runtime(self.settings)
-            return self._runtime
+        return built_once(self, "_runtime", self._lock, lambda: Runtime(self.settings))
 
     @property
     def client(self) -> redis.Redis:
         self._check_fork()
-        with self._lock:
-            if self._client is None:
-                self._client = connect(self.settings.jobs.redis_url)
-            return self._client
+        return built_once(self, "_client", self._lock, lambda: connect(self.settings.jobs.redis_url))
 
     @property
     def store(self) -> JobStore:
         client = self.client
-        with self._lock:
-            if self._store is None:
-                self._store = JobStore(client, self.settings.jobs)
-            return self._store
+        return built_once(self, "_store", self._lock, lambda: JobStore(client, self.settings.jobs))
 
     @property
     def traces(self) -> TraceSink:
         self._check_fork()
-        with self._lock:
-            if self._traces is None:
-                self._traces = build_trace_sink(self.settings)
-            return self._traces
+        return built_once(self, "_traces", self._lock, lambda: build_trace_sink(self.settings))
 
     def llm_slot(self) -> Any:
         """A context manager holding one cluster-wide LLM slot (a no-op when no LLM is configured)."""
@@ -180,7 +163,7 @@ class JobRunner:
         name = job.request["pipeline"]
         request = request_from_json(job.request["search"], default_index=self.ctx.settings.index.name)
         pipeline = self.ctx.runtime.pipeline(name)
-        if is_stepwise(pipeline) and self.ctx.settings.jobs.parallel_steps:
+        if isinstance(pipeline, StepwisePipeline) and self.ctx.settings.jobs.parallel_steps:
             state = pipeline.start(request)
             self.store.save_state(job_id, 0, encode_state(state))
             self._advance(job_id, 0, pipeline, state)
@@ -242,7 +225,8 @@ class JobRunner:
         docs = [LegalDoc.from_dict(d) for d in req["documents"]]
         self.store.mark_running(job_id, "indexing", {"documents": len(docs)})
         runtime = self.ctx.runtime
-        report = index_documents(runtime.backend, runtime.embedder, req["index"], docs,
+        embedder = runtime.index_embedder(req["index"], req.get("language", ""))
+        report = index_documents(runtime.backend, embedder, req["index"], docs,
                                  language=req.get("language", ""))
         result = {"index": req["index"], "sent": report.sent + len(req.get("rejected", [])),
                   "indexed": report.indexed, "failed": report.failed, "rejected": req.get("rejected", [])}
@@ -285,9 +269,9 @@ class JobRunner:
         return "delivered"
 
     def webhook_backoff_s(self, attempt: int) -> float:
-        """Seconds before retry number ``attempt + 1``: exponential, capped, with full jitter."""
+        """Seconds before retry number ``attempt + 1`` (:func:`service.backoff.backoff_s`)."""
         cfg = self.ctx.settings.jobs
-        return random.uniform(0.5, 1.0) * min(cfg.webhook_backoff_max_s, cfg.webhook_backoff_s * 2 ** attempt)
+        return backoff_s(attempt, base_s=cfg.webhook_backoff_s, cap_s=cfg.webhook_backoff_max_s)
 
     # ----- internals -----------------------------------------------------------------------------
 
@@ -333,7 +317,7 @@ class JobRunner:
         request = request_from_json(job.request["search"], default_index=self.ctx.settings.index.name)
         took_ms = (time.time() - (job.started_at or job.created_at)) * 1000
         body = render_response(self.ctx.runtime.backend, request, response, pipeline=job.request["pipeline"],
-                               took_ms=took_ms)
+                               took_ms=took_ms, embedder=self.ctx.runtime.embedder_or_none(request.index))
         body["job_id"] = job_id
         if self.store.complete(job_id, body):
             self._finalised(job_id)

@@ -27,11 +27,11 @@ from service.api.schemas import build_components
 from service.apikeys import ApiKeyStore
 from service.config import Settings, load_settings
 from service.jobs import JobStore
-from service.pipelines.build import Runtime, pipeline_names
+from service.pipelines.build import Runtime, import_pipeline_modules, pipeline_names
 from service.ratelimit import RateLimiter
 from service.redisconn import connect
+from service.taskqueue import celery_app
 from service.trace_sink import build_trace_sink
-from workers.celery_app import import_pipeline_modules, make_celery
 
 log = logging.getLogger("lexsearch.api")
 
@@ -87,7 +87,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     client = connect(settings.jobs.redis_url)
     svc = ServiceContext(
         settings=settings, runtime=Runtime(settings), client=client, jobs=JobStore(client, settings.jobs),
-        keys=ApiKeyStore(client), limiter=RateLimiter(client), celery=make_celery(settings),
+        keys=ApiKeyStore(client), limiter=RateLimiter(client), celery=celery_app(settings),
         traces=build_trace_sink(settings),
         searches=ThreadPoolExecutor(settings.api.sync_threads, thread_name_prefix="search"),
         probes=ThreadPoolExecutor(8, thread_name_prefix="ready"),
@@ -109,15 +109,18 @@ def create_app(settings: Settings | None = None) -> Flask:
 
 
 def warm_up(app: Flask) -> None:
-    """Load the query embedder and open the default index now, so the first request is not slow.
+    """Load the default index's query embedder and open the index now, so the first request is not slow.
 
     Failures are logged, not raised: a dependency that is down shows up in ``/ready``.
     """
     svc: ServiceContext = app.extensions[EXTENSION]
     try:
-        svc.runtime.embedder.embed_queries(["warm-up"])
-        if svc.runtime.backend.exists(svc.settings.index.name):
-            svc.runtime.backend.count(svc.settings.index.name)
+        index = svc.settings.index.name
+        if svc.runtime.backend.exists(index):
+            svc.runtime.backend.count(index)
+            svc.runtime.retrieval(index).embedder.embed_queries(["warm-up"])
+        else:
+            svc.runtime.embedder.embed_queries(["warm-up"])
     except Exception as exc:
         log.warning("warm-up incomplete: %s: %s", type(exc).__name__, exc)
 

@@ -11,15 +11,15 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
-from service.api.auth import principal, require_index
-from service.api.body import json_body
+from service.api.auth import principal
+from service.api.body import search_body
 from service.api.context import ServiceContext, request_id, service
 from service.api.errors import Conflict
 from service.errors import InvalidInput, JobNotFound, StoreUnavailable
 from service.jobs import JobKind, JobRecord, new_job_id
 from service.search_json import request_from_json, request_to_json
+from service.taskqueue import PUBLISH_RETRY, TASK_RUN_JOB, TASK_WEBHOOK
 from service.webhooks import check_callback_url
-from workers.celery_app import PUBLISH_RETRY, TASK_RUN_JOB, TASK_WEBHOOK
 
 bp = Blueprint("jobs", __name__)
 
@@ -90,10 +90,7 @@ def _owned(svc: ServiceContext, job_id: str) -> JobRecord:
 def create_job() -> Response:
     """Submit an asynchronous search."""
     svc = service()
-    body = json_body("JobRequest")
-    request = request_from_json(body, default_index=svc.settings.index.name)
-    require_index(request.index)
-    request.validated(svc.settings.retrieval.max_query_chars)
+    body, _ = search_body("JobRequest")
     callback = checked_callback(svc, body)
     job = submit_search_job(svc, body, body.get("pipeline") or svc.job_pipeline, callback)
     return accepted(svc, job)

@@ -7,7 +7,7 @@ runs against each implementation.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -66,6 +66,9 @@ class IndexStats:
 class SearchBackend(Protocol):
     """A place where a corpus lives and can be searched by BM25 and by vector.
 
+    Implementations are named in :data:`service.plugins.BACKENDS` and built with
+    ``Class.from_config(settings)``.
+
     Every retrieval method applies ``filters`` inside the retriever, so ``k`` results are the
     best ``k`` among matching documents. Hits carry the retriever's score in
     ``hit.scores["bm25"|"knn"]`` and its 1-based rank in ``hit.ranks``.
@@ -87,6 +90,11 @@ class SearchBackend(Protocol):
     def bm25(self, name: str, query: str, *, k: int, filters: Filters | None = None,
              lang: str = "") -> list[Hit]:
         """BM25 over the analysed text; ``lang`` picks the query analysis ('' = detect)."""
+
+    def bm25_terms(self, name: str, weights: dict[str, float], *, k: int,
+                   filters: Filters | None = None) -> list[Hit]:
+        """BM25 for already-analysed terms, each with a weight (the agents' query expansion and the
+        vocabulary check); terms with a weight of 0 or less are ignored."""
 
     def knn(self, name: str, vector: np.ndarray, *, k: int, filters: Filters | None = None) -> list[Hit]:
         """Nearest neighbours by cosine similarity of L2-normalised vectors."""
@@ -116,12 +124,21 @@ class SearchBackend(Protocol):
     def scan(self, name: str) -> Iterator[LegalDoc]:
         """Every live document, in no particular order (for re-indexing and vocabulary building)."""
 
+    def drop(self, name: str) -> None:
+        """Delete the index entirely (on the engines: every version behind the alias); nothing when missing."""
+
+    def list_indices(self) -> list[str]:
+        """The names of the lexsearch indices this backend holds, sorted."""
+
+    def ping(self) -> bool:
+        """Whether the engine answers (``/ready``); never raises for an unreachable engine."""
+
 
 @runtime_checkable
 class NativeFusion(Protocol):
     """A backend that fuses BM25 and kNN itself, in one request (OpenSearch's hybrid query)."""
 
     def hybrid(self, name: str, query: str, vector: np.ndarray, *, k: int, fusion: RetrievalSettings,
-               filters: Filters | None = None, lang: str = "") -> list[Hit]:
-        """The ``k`` best documents of BM25 and kNN (``k`` hits each) fused by ``fusion`` (RRF or linear),
-        with the fused score in ``hit.scores["hybrid"]``."""
+               weights: Mapping[str, float], filters: Filters | None = None, lang: str = "") -> list[Hit]:
+        """The ``k`` best documents of BM25 and kNN (``k`` hits each) fused by ``fusion`` (RRF or linear,
+        with ``weights`` ``{"bm25": w, "knn": w}``), the fused score in ``hit.scores["hybrid"]``."""

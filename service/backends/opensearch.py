@@ -20,25 +20,21 @@ import numpy as np
 
 from service.backends import _requests as req
 from service.backends._requests import Engine
-from service.backends.engine.backend import EngineBackend
+from service.backends.engine.backend import EngineBackend, engine_hits
+from service.backends.engine.client import ProductApi
 from service.backends.engine.errors import Failure, FailureKind, error_parts, short_text
-from service.config import BackendSettings, EngineSettings, RetrievalSettings
+from service.config import RetrievalSettings
 from service.corpus.model import Filters, Hit
 from service.errors import EngineUnavailable
 
 
-class OpenSearchApi:
+class OpenSearchApi(ProductApi):
     """The :class:`~service.backends.engine.client.EngineApi` of OpenSearch 2.x, on opensearch-py."""
 
     engine = Engine.OPENSEARCH
     kind = "opensearch"
     product = "OpenSearch"
     start_hint = "`scripts/opensearch-local start`"
-
-    def __init__(self, connection: BackendSettings, options: EngineSettings) -> None:
-        self.connection = connection
-        self.options = options
-        self.client = self._new_client()
 
     def _new_client(self) -> Any:
         from opensearchpy import OpenSearch
@@ -190,7 +186,7 @@ class OpenSearchBackend(EngineBackend):
         return cast(OpenSearchApi, self.client.api)
 
     def hybrid(self, name: str, query: str, vector: np.ndarray, *, k: int, fusion: RetrievalSettings,
-               filters: Filters | None = None, lang: str = "") -> list[Hit]:
+               weights: Mapping[str, float], filters: Filters | None = None, lang: str = "") -> list[Hit]:
         """BM25 and kNN (``k`` hits each) in one ``hybrid`` query, fused by a search pipeline on the engine.
 
         Raises:
@@ -199,24 +195,20 @@ class OpenSearchBackend(EngineBackend):
         info = self.catalog.info(name)
         if k <= 0:
             return []
-        knn_body = self._knn_body(info, vector, k=k, filters=filters)
-        bm25_body = self._bm25_body(name, info, query, k=k, filters=filters, lang=lang)
-        pipeline = self._fusion_pipeline(fusion)
-        body = req.hybrid_body(bm25_body, knn_body, size=k, fields=info.field_map)
+        fetch = k * self.max_versions(name, info)  # k works remain after collapsing their versions
+        knn_body = self._knn_body(info, vector, k=fetch, filters=filters)
+        bm25_body = self._bm25_body(name, info, query, k=fetch, filters=filters, lang=lang)
+        pipeline = self._fusion_pipeline(fusion, weights)
+        body = req.hybrid_body(bm25_body, knn_body, size=fetch, fields=info.field_map)
         # query_then_fetch: with dfs_query_then_fetch, OpenSearch 2.19 skips the search pipeline on indices
         # of several shards and returns the hybrid query's raw per-shard lists (seen on a 3-shard index)
         response = self.client.call_complete("hybrid search", self.api.search, name, body, "", pipeline, index=name)
-        hits = []
-        for rank, raw in enumerate(response["hits"]["hits"], start=1):
-            score = float(raw["_score"])
-            hits.append(Hit(doc_id=info.field_map.doc_id(raw), score=score, scores={"hybrid": score},
-                            ranks={"hybrid": rank}))
-        return hits
+        return engine_hits(response, "hybrid", info, k)
 
-    def _fusion_pipeline(self, fusion: RetrievalSettings) -> str:
-        """The name of the search pipeline for ``fusion``, created on the node on first use."""
+    def _fusion_pipeline(self, fusion: RetrievalSettings, weights: Mapping[str, float]) -> str:
+        """The name of the search pipeline for ``fusion`` with ``weights``, created on the node on first use."""
         name, body = req.fusion_pipeline(fusion.fusion, rrf_k=fusion.rrf_k,
-                                         weights=(fusion.bm25_weight, fusion.knn_weight))
+                                         weights=(weights["bm25"], weights["knn"]))
         if name not in self._pipelines:
             try:
                 self.client.call("create the fusion pipeline", self.api.put_search_pipeline, name, body)

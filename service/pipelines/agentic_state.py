@@ -12,18 +12,19 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from service.agents.base import REWRITING_AGENTS, Mode, Rewrite
-from service.agents.llm import CallBudget
-from service.config import RERANKERS
+from service.config import LlmSettings
 from service.corpus.model import Filters, Hit, LegalDoc, Provenance
 from service.errors import InvalidInput
+from service.llm.budget import CallBudget
 from service.pipelines.base import SearchRequest, option_flag, option_int
+from service.plugins import RERANKERS
 from service.rerank.priors import MemoryVote
 
 # ----- options ---------------------------------------------------------------------------------
@@ -59,8 +60,8 @@ class AgenticOptions:
         values: dict[str, Any] = {}
         if options.get("reranker") not in (None, ""):
             reranker = str(options["reranker"]).strip()
-            if reranker not in RERANKERS:
-                raise InvalidInput(f"unknown reranker {reranker!r}; use one of: {', '.join(RERANKERS)}")
+            if reranker not in RERANKERS.choices():
+                raise InvalidInput(RERANKERS.unknown(reranker))
             values["reranker"] = reranker
         if "agents" in options and options["agents"] is not None:
             raw = options["agents"]
@@ -155,6 +156,23 @@ class AgenticState:
 
     def add_time(self, stage: str, ms: float) -> None:
         self.timings[stage] = round(self.timings.get(stage, 0.0) + ms, 3)
+
+    def llm_budget(self, settings: LlmSettings) -> CallBudget:
+        """The query's LLM budget: what the settings allow minus what the search used so far
+        (made once and then shared in-process; a resumed state rebuilds it from its counters)."""
+        if self.budget is None:
+            self.budget = CallBudget(max(0, settings.max_calls_per_query - self.llm_calls),
+                                     max(0, settings.max_tokens_per_query - self.llm_tokens))
+        return self.budget
+
+    def count_llm(self, traces: Sequence[dict[str, Any]]) -> None:
+        """Add LLM call summaries (``LlmOutcome.to_trace``) to the counters."""
+        for t in traces:
+            if not t:
+                continue
+            self.llm_calls += int(t.get("calls", 0))
+            self.llm_tokens += int(t.get("tokens", 0))
+            self.llm_fallbacks += 0 if t.get("ok") else 1
 
     def law_prediction(self) -> dict[str, float]:
         return {law: float(p) for law, p in self.law.get("laws", [])}

@@ -6,13 +6,16 @@ Celery job; only the entry point differs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
 from service.config import parse_flag
-from service.corpus.model import Filters, Hit
+from service.corpus.model import Filters, Hit, Query
 from service.errors import InvalidInput
+from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights
 
 MAX_K = 1000
 
@@ -46,14 +49,33 @@ class SearchRequest:
         if not isinstance(self.query, str) or not self.query.strip():
             raise InvalidInput("the query is empty; ask a question in words", code="empty_query")
         if len(self.query) > max_chars:
-            raise InvalidInput(
-                f"the query has {len(self.query)} characters; the limit is {max_chars}. "
-                "Shorten it to the facts and the question.", code="query_too_long")
+            raise InvalidInput(too_long_message(len(self.query), max_chars), code="query_too_long")
         if not 1 <= self.k <= MAX_K:
             raise InvalidInput(f"k must be between 1 and {MAX_K}, got {self.k}")
         if not self.index:
             raise InvalidInput("no index given")
         return self
+
+
+def too_long_message(chars: int, max_chars: int) -> str:
+    """What a question over the length limit is told (questions are refused, never cut)."""
+    return (f"the query has {chars} characters; the limit is {max_chars} (retrieval.max_query_chars). "
+            "Nothing was searched: questions are never cut, so send the facts and the question within the limit.")
+
+
+def check_query_lengths(queries: Sequence[Query], max_chars: int) -> None:
+    """Refuse a question set holding a question over the limit, before any long work starts.
+
+    Raises:
+        InvalidInput: naming the longest offenders (code ``query_too_long``).
+    """
+    over = sorted(((len(q.text), q.qid) for q in queries if len(q.text) > max_chars), reverse=True)
+    if over:
+        named = ", ".join(f"{qid or '?'} ({chars} characters)" for chars, qid in over[:5])
+        more = f" and {len(over) - 5} more" if len(over) > 5 else ""
+        raise InvalidInput(f"{len(over)} question(s) exceed the limit of {max_chars} characters "
+                           f"(retrieval.max_query_chars): {named}{more}. Questions are never cut; raise the "
+                           "limit (LEXSEARCH_RETRIEVAL_MAX_QUERY_CHARS) or shorten them.", code="query_too_long")
 
 
 @dataclass
@@ -73,14 +95,61 @@ class SearchResponse:
         return self.hits if self.returned is None else self.hits[: self.returned]
 
 
+@dataclass
+class Probe:
+    """The result of one side-by-side BM25 + kNN call (``vector``: the query embedding, when made)."""
+
+    bm25: list[Hit]
+    knn: list[Hit]
+    vector: np.ndarray | None
+    weights: FusionWeights = DEFAULT_WEIGHTS
+    """The fusion weights of the index searched (:mod:`service.retrieval.weights`)."""
+
+
 @runtime_checkable
 class Pipeline(Protocol):
-    """Anything that answers a :class:`SearchRequest`."""
+    """Anything that answers a :class:`SearchRequest`.
+
+    The built-in pipelines are named in :data:`service.plugins.PIPELINES`; two capabilities are
+    declared as protocols of their own, and callers ask ``isinstance`` for them:
+    :class:`ProbeReusingPipeline` and :class:`StepwisePipeline`.
+    """
 
     name: str
 
     def run(self, request: SearchRequest) -> SearchResponse:
         """Search; raises :class:`~service.errors.LexsearchError` subclasses for bad input or engines."""
+
+
+@runtime_checkable
+class ProbeReusingPipeline(Pipeline, Protocol):
+    """A pipeline that can start from a BM25 + kNN probe already made (the routed pipeline's), so the
+    retrievers run once per question."""
+
+    def run_with_probe(self, request: SearchRequest, probe: Probe) -> SearchResponse:
+        """Like :meth:`Pipeline.run`, starting from ``probe`` (made for the same query and filters)."""
+
+
+@runtime_checkable
+class StepwisePipeline(Pipeline, Protocol):
+    """A pipeline whose search runs as steps, so the job workers can spread a round's rewrites over
+    tasks: ``start → (plan → rewrite × agents → merge)* → finish``. States and step results travel
+    between processes as JSON (``to_json`` / ``from_json``)."""
+
+    def start(self, request: SearchRequest) -> Any:
+        """The first state of a search."""
+
+    def plan(self, state: Any) -> list[str] | None:
+        """The agents of the next round, or ``None`` to finish."""
+
+    def rewrite(self, state: Any, agent: str) -> Any:
+        """One agent's step of the next round (independent of the round's other agents)."""
+
+    def merge(self, state: Any, results: Sequence[Any]) -> Any:
+        """The state after a round, from the steps of its agents."""
+
+    def finish(self, state: Any) -> SearchResponse:
+        """The answer from the last state."""
 
 
 # ----- request options shared by the pipelines -------------------------------------------------

@@ -33,22 +33,31 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from service.backends.base import SearchBackend
 from service.config import Settings
 from service.corpus.model import Hit
 from service.errors import InvalidInput
-from service.pipelines.base import Pipeline, SearchRequest, SearchResponse, option_flag, option_int
-from service.pipelines.build import register_pipeline
-from service.pipelines.hybrid import HybridPipeline, Probe
+from service.llm.budget import CallBudget
+from service.pipelines.base import (
+    Pipeline,
+    Probe,
+    ProbeReusingPipeline,
+    SearchRequest,
+    SearchResponse,
+    option_flag,
+    option_int,
+)
+from service.pipelines.hybrid import HybridPipeline
 from service.retrieval.cut import CutResult, cliff_cut, fixed_cut
 from service.routing.router import ComplexityEstimator, ComplexityReport, LawCounter, Router, RoutingParams, Strategy
 from service.tracing import Stopwatch
 
 if TYPE_CHECKING:
-    from service.agents.llm import LlmClient
+    from service.llm.client import LlmClient
     from service.pipelines.build import Runtime
 
 log = logging.getLogger(__name__)
@@ -104,38 +113,38 @@ class RoutedPipeline:
     """Complexity-aware routing over the registered pipelines (see the module docstring).
 
     Args:
-        runtime: gives the backend, the embedder and the tier pipelines by name.
         settings: the settings (``routing``, ``retrieval``, ``llm``).
+        backend: holds the index's routing calibration.
+        pipelines: the tier pipelines by name (the runtime's).
         llm: the client for LLM-rated complexity dimensions (``None`` = offline counts).
         law_count: the law classifier's count of predicted laws (``None`` = no trained model).
 
     Example::
 
-        pipe = RoutedPipeline(runtime, runtime.settings)
+        pipe = RoutedPipeline.from_runtime(runtime)
         pipe.run(SearchRequest("Mein Vermieter gibt die Kaution nicht zurück", index="swiss")).trace["routing"]
     """
 
     name = "routed"
 
-    def __init__(self, runtime: Runtime, settings: Settings, *, llm: LlmClient | None = None,
-                 law_count: LawCounter | None = None) -> None:
-        self.runtime = runtime
+    def __init__(self, settings: Settings, *, backend: SearchBackend, pipelines: Callable[[str], Pipeline],
+                 llm: LlmClient | None = None, law_count: LawCounter | None = None) -> None:
         self.settings = settings
+        self.backend = backend
+        self.pipelines = pipelines
         self.router = Router.from_settings(settings.routing, llm_enabled=settings.llm.enabled)
         self.estimator = ComplexityEstimator(llm=llm, law_count=law_count)
         self._params: dict[str, tuple[float, RoutingParams]] = {}
         self._lock = threading.Lock()
 
     @classmethod
-    def from_runtime(cls, runtime: Runtime) -> RoutedPipeline:
-        """Build from the runtime's settings: the LLM client when configured, the law classifier when trained."""
+    def from_runtime(cls, runtime: Runtime, *, name: str = "routed") -> RoutedPipeline:
+        """The pipeline with the runtime's collaborators: its tier pipelines, its LLM client when
+        ``routing.llm_complexity`` is on, the law classifier of its trained models."""
         settings = runtime.settings
-        llm = None
-        if settings.llm.enabled and settings.routing.llm_complexity:
-            from service.agents.llm import LlmClient
-
-            llm = LlmClient(settings.llm)
-        return cls(runtime, settings, llm=llm, law_count=_law_counter(settings))
+        return cls(settings, backend=runtime.backend, pipelines=runtime.pipeline,
+                   llm=runtime.llm_client() if settings.routing.llm_complexity else None,
+                   law_count=runtime.law_counter())
 
     # ----- parameters ----------------------------------------------------------------------------
 
@@ -147,7 +156,7 @@ class RoutedPipeline:
             cached = self._params.get(index)
             if cached is not None and now - cached[0] < ttl:
                 return cached[1]
-        params = RoutingParams.resolve(self.settings.routing, _metadata(self.runtime.backend, index))
+        params = RoutingParams.resolve(self.settings.routing, self.backend.metadata(index))
         with self._lock:
             self._params[index] = (now, params)
         return params
@@ -164,7 +173,7 @@ class RoutedPipeline:
 
     @property
     def hybrid(self) -> HybridPipeline:
-        pipe = self.runtime.pipeline(FALLBACK_PIPELINE)
+        pipe = self.pipelines(FALLBACK_PIPELINE)
         assert isinstance(pipe, HybridPipeline)
         return pipe
 
@@ -191,21 +200,14 @@ class RoutedPipeline:
                             lang=request.lang, explain=request.explain, qid=request.qid, options=options)
         fallback = None
         try:
-            pipe: Pipeline = self.runtime.pipeline(strategy.pipeline)
+            pipe: Pipeline = self.pipelines(strategy.pipeline)
         except InvalidInput as exc:
             if exc.code != "unknown_pipeline":
                 raise
             fallback = f"pipeline {strategy.pipeline!r} is not available; ran {FALLBACK_PIPELINE} fusion instead"
             pipe = self.hybrid
-        if isinstance(pipe, HybridPipeline):
-            return StrategyRun(strategy, pipe.name, pipe.fuse(probe)[:depth], {"pipeline": pipe.name}, True, fallback)
-        run_with_probe = getattr(pipe, "run_with_probe", None)
-        if callable(run_with_probe):
-            response = run_with_probe(sub, probe)
-            reused = True
-        else:
-            response = pipe.run(sub)
-            reused = False
+        reused = isinstance(pipe, ProbeReusingPipeline)
+        response = pipe.run_with_probe(sub, probe) if reused else pipe.run(sub)
         return StrategyRun(strategy, pipe.name, list(response.hits), dict(response.trace), reused, fallback)
 
     def cut(self, hits: list[Hit], params: RoutingParams, options: RoutedOptions) -> CutResult:
@@ -267,32 +269,5 @@ class RoutedPipeline:
         }
         return SearchResponse(hits=hits, trace=trace, returned=min(cut.returned, len(hits)))
 
-    def _budget(self) -> Any:
-        if self.estimator.llm is None:
-            return None
-        from service.agents.llm import CallBudget
-
-        return CallBudget.from_settings(self.settings.llm)
-
-
-def _metadata(backend: Any, index: str) -> dict[str, Any]:
-    """The index's stored metadata; ``{}`` for a backend that cannot store any."""
-    reader = getattr(backend, "metadata", None)
-    if reader is None:
-        return {}
-    try:
-        return dict(reader(index) or {})
-    except NotImplementedError:
-        return {}
-
-
-def _law_counter(settings: Settings) -> LawCounter | None:
-    """The law classifier's count of predicted laws when a model folder is configured (loaded on first use)."""
-    if not settings.index.model_dir:
-        return None
-    from service.routing.laws import ClassifierLawCounter
-
-    return ClassifierLawCounter(settings.index.model_dir, compile_trees=settings.agents.compiled_trees)
-
-
-register_pipeline("routed", RoutedPipeline.from_runtime)
+    def _budget(self) -> CallBudget | None:
+        return None if self.estimator.llm is None else CallBudget.from_settings(self.settings.llm)

@@ -30,9 +30,9 @@ from service.corpus.model import LegalDoc
 from service.corpus.views import embedding_text
 from service.errors import ConfigError
 from service.indexing import rebuild_engine
-from service.pipelines.base import SearchRequest
+from service.pipelines.base import Probe, SearchRequest
 from service.pipelines.build import Runtime
-from service.pipelines.hybrid import HybridPipeline, Probe
+from service.pipelines.hybrid import HybridPipeline
 from tests.backends.conformance import QUERIES, BackendConformance
 from tests.support.engines import ELASTICSEARCH_CREDENTIALS, LocalCluster, unique_index
 
@@ -44,6 +44,7 @@ BACKENDS: dict[str, tuple[type[EngineBackend], dict[str, str]]] = {
 }
 SHARDED = EngineSettings(shards=3, replicas=1)
 LOAD_AFTER_KILL_S = 8.0
+EQUAL = {"bm25": 0.5, "knn": 0.5}
 
 MakeBackend = Callable[..., EngineBackend]
 
@@ -135,10 +136,10 @@ def test_native_hybrid_fuses_like_the_client(whole, mini_docs, use_embedder) -> 
     vectors = use_embedder.embed_queries([q for q, _ in QUERIES])
     rrf, linear = RetrievalSettings(fusion="rrf"), RetrievalSettings(fusion="linear", normalization="minmax")
     try:
-        for fusion, scale in ((rrf, 1 / rrf.bm25_weight), (linear, 1.0)):  # the engine's RRF has no weights
+        for fusion, scale in ((rrf, 1 / EQUAL["bm25"]), (linear, 1.0)):  # the engine's RRF has no weights
             client = HybridPipeline(backend, use_embedder, fusion)
             for (query, lang), vector in zip(QUERIES, vectors, strict=True):
-                native = backend.hybrid(name, query, vector, k=10, fusion=fusion, lang=lang)
+                native = backend.hybrid(name, query, vector, k=10, fusion=fusion, weights=EQUAL, lang=lang)
                 fused = client.fuse(Probe(*backend.probe(name, query, vector, k=10, lang=lang), vector))
                 theirs = {h.doc_id: h.score * scale for h in fused}
                 assert len(native) == min(10, len(fused)) and {h.doc_id for h in native} <= set(theirs)
@@ -156,7 +157,7 @@ def test_native_hybrid_fuses_like_the_client(whole, mini_docs, use_embedder) -> 
             SearchRequest(query, index=name, k=5, lang=lang))
         assert response.trace["fusion"] == "engine"
         expected = backend.hybrid(name, query, vectors[0], k=settings.retrieval.depth, fusion=settings.retrieval,
-                                  lang=lang)
+                                  weights=EQUAL, lang=lang)
         assert [h.doc_id for h in response.hits] == [h.doc_id for h in expected[:5]]
     finally:
         backend.drop(name)
@@ -170,7 +171,7 @@ def test_native_hybrid_on_several_shards_returns_each_document_once(whole, mini_
     try:
         for (query, lang), vector in zip(QUERIES, use_embedder.embed_queries([q for q, _ in QUERIES]), strict=True):
             ids = [h.doc_id for h in backend.hybrid(name, query, vector, k=10, fusion=RetrievalSettings(fusion="rrf"),
-                                                    lang=lang)]
+                                                    weights=EQUAL, lang=lang)]
             assert ids and len(ids) == len(set(ids))
     finally:
         backend.drop(name)

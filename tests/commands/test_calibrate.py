@@ -122,9 +122,9 @@ def test_missing_latency_models_are_reported(cli, fit_dataset, tmp_path) -> None
 
 def test_new_calibration_reaches_the_serving_pipeline(fit_dataset, tmp_path, embedding_cache_dir) -> None:  # type: ignore[no-untyped-def]
     from service.commands.calibrate import calibrate
-    from service.commands.dataset_index import ensure_dataset_index
     from service.config import load_settings
     from service.corpus.datasets import Dataset
+    from service.evaluation.dataset_index import ensure_dataset_index
     from service.pipelines.build import Runtime
 
     settings = load_settings().replace(index={"root": str(tmp_path / "indices")},
@@ -143,9 +143,9 @@ def test_new_calibration_reaches_the_serving_pipeline(fit_dataset, tmp_path, emb
 def test_fit_data_times_each_tier_as_a_served_search_in_rotating_order(fit_dataset, tmp_path,  # type: ignore[no-untyped-def]
                                                                       embedding_cache_dir) -> None:
     from service.commands.calibrate import collect_fit_data
-    from service.commands.dataset_index import ensure_dataset_index
     from service.config import load_settings
     from service.corpus.datasets import Dataset
+    from service.evaluation.dataset_index import ensure_dataset_index
     from service.pipelines.build import Runtime
 
     settings = load_settings().replace(index={"root": str(tmp_path / "indices")},
@@ -163,7 +163,8 @@ def test_fit_data_times_each_tier_as_a_served_search_in_rotating_order(fit_datas
 
     pipe.run = recording_run  # type: ignore[method-assign]
     queries = dataset.queries("fit")[:4]
-    data = collect_fit_data(pipe, queries, dataset.qrels("fit"), index=index)
+    data = collect_fit_data(pipe, queries, dataset.qrels("fit"), index=index,
+                            forget_caches=runtime.forget_query_caches)
     tiers = len(pipe.router.strategies)
     distinct = len({json.dumps([s.pipeline, s.options], sort_keys=True) for s in pipe.router.strategies})
     per_query = [forced[distinct * (i + 1): distinct * (i + 2)] for i in range(len(queries))]  # after the warm-up

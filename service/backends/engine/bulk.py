@@ -23,6 +23,7 @@ from service.backends import _requests as req
 from service.backends.base import IndexReport
 from service.backends.engine.client import EngineClient
 from service.backends.rows import AnalysedDoc, analysed_docs, checked_vectors
+from service.backoff import backoff_s
 from service.config import EngineSettings
 from service.corpus.model import LegalDoc
 from service.corpus.views import bm25_text
@@ -104,7 +105,7 @@ class BulkWriter:
         retries = self.options.bulk_retries
         for attempt in range(retries + 1):
             if attempt:
-                time.sleep(self.options.bulk_backoff_s * 2 ** (attempt - 1))
+                time.sleep(backoff_s(attempt - 1, base_s=self.options.bulk_backoff_s, jitter=False))
             again = []
             for ok, item in self.client.stream("bulk-index", self.client.api.bulk, pending, index=index):
                 op, result = next(iter(item.items()))

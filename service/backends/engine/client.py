@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Protocol
 
 from service.backends._requests import Engine
 from service.backends.engine.errors import ErrorTranslator, Failure, FailureKind
-from service.config import BackendSettings
+from service.config import BackendSettings, EngineSettings
 from service.errors import EngineUnavailable, LexsearchError
 
 VERIFY_TIMEOUT_S = 5.0
@@ -30,6 +30,19 @@ INCOMPLETE_RETRIES = 3
 """How often a search answered from only some shards is asked again (a node was lost mid-search)."""
 INCOMPLETE_BACKOFF_S = 0.25
 """The first wait before asking again; doubled every time."""
+
+
+class ProductApi:
+    """Base of the product adapters: the connection settings, the engine options, and the library's client
+    built from them (:meth:`_new_client`)."""
+
+    def __init__(self, connection: BackendSettings, options: EngineSettings) -> None:
+        self.connection = connection
+        self.options = options
+        self.client = self._new_client()
+
+    def _new_client(self) -> Any:
+        raise NotImplementedError
 
 
 class EngineApi(Protocol):
