@@ -47,9 +47,9 @@ from service.pipelines.agentic_finish import AgenticFinish
 from service.pipelines.agentic_rewrite import RewriteStep
 from service.pipelines.agentic_start import AgenticStart
 from service.pipelines.agentic_state import AgenticOptions, AgenticState, StepResult
-from service.pipelines.base import Probe, SearchRequest, SearchResponse
+from service.pipelines.base import Probe, RetrievalOf, SearchRequest, SearchResponse
 from service.pipelines.candidates import fetch, links, member, pool_order
-from service.pipelines.hybrid import HybridPipeline, RetrievalOf
+from service.pipelines.hybrid import HybridPipeline
 from service.pipelines.resources import IndexResources
 from service.rerank.base import RerankerParts
 from service.rerank.features import FeatureContext, pool_features

@@ -27,9 +27,9 @@ from service.config import Settings
 from service.corpus.model import Hit, Query
 from service.models import TrainedModels
 from service.pipelines.agentic_state import AgenticState, StepResult
-from service.pipelines.base import Probe
+from service.pipelines.base import Probe, RetrievalOf
 from service.pipelines.candidates import allowed, fetch, pool_order
-from service.pipelines.hybrid import HybridPipeline, RetrievalOf
+from service.pipelines.hybrid import HybridPipeline
 from service.pipelines.resources import IndexResources
 from service.rerank.light import Priors, light_scores, zscore
 from service.retrieval.weights import FusionWeights, with_trained

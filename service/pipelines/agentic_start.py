@@ -28,9 +28,9 @@ from service.corpus.model import Filters
 from service.llm.client import LlmClient
 from service.models import TrainedModels
 from service.pipelines.agentic_state import AgenticOptions, AgenticState, jsonable_options
-from service.pipelines.base import Probe, SearchRequest
+from service.pipelines.base import Probe, RetrievalOf, SearchRequest
 from service.pipelines.candidates import add_ranked, allowed, by_rank, links, seed_pool
-from service.pipelines.hybrid import HybridPipeline, RetrievalOf
+from service.pipelines.hybrid import HybridPipeline
 from service.pipelines.resources import IndexResources
 from service.retrieval.weights import FusionWeights, with_trained
 from service.tracing import Stopwatch

@@ -6,7 +6,7 @@ Celery job; only the entry point differs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -14,6 +14,7 @@ import numpy as np
 
 from service.config import parse_flag
 from service.corpus.model import Filters, Hit, Query
+from service.embeddings.base import Embedder
 from service.errors import InvalidInput
 from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights
 
@@ -93,6 +94,19 @@ class SearchResponse:
     @property
     def answer(self) -> list[Hit]:
         return self.hits if self.returned is None else self.hits[: self.returned]
+
+
+@dataclass(frozen=True)
+class IndexRetrieval:
+    """What searching one index takes besides the backend: the embedder the index was built with,
+    and the weights of its hybrid fusion (see :mod:`service.retrieval.weights`)."""
+
+    embedder: Embedder
+    weights: FusionWeights = DEFAULT_WEIGHTS
+
+
+RetrievalOf = Callable[[str], IndexRetrieval]
+"""Index name -> :class:`IndexRetrieval` (:meth:`Runtime.retrieval <service.pipelines.build.Runtime.retrieval>`)."""
 
 
 @dataclass

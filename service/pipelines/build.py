@@ -27,8 +27,7 @@ from service.errors import IndexCorrupt, InvalidInput
 from service.lazy import built_once
 from service.llm.client import LlmClient
 from service.models import TrainedModels, forget_recent_predictions, load_models, read_trained_fusion
-from service.pipelines.base import Pipeline
-from service.pipelines.hybrid import IndexRetrieval
+from service.pipelines.base import IndexRetrieval, Pipeline
 from service.plugins import BACKENDS, EMBEDDERS, PIPELINES
 from service.rerank.base import RerankerParts
 from service.rerank.cross_encoder import CrossEncoderReranker

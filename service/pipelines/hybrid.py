@@ -6,8 +6,6 @@ step of the routed and agentic pipelines.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from service.backends.base import NativeFusion, SearchBackend
@@ -15,25 +13,12 @@ from service.config import RetrievalSettings
 from service.corpus.model import Filters, Hit
 from service.embeddings.base import Embedder
 from service.errors import ConfigError
-from service.pipelines.base import Probe, SearchRequest, SearchResponse
+from service.pipelines.base import IndexRetrieval, Probe, RetrievalOf, SearchRequest, SearchResponse
 from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights, fuse
 from service.tracing import Stopwatch
 
 if TYPE_CHECKING:
     from service.pipelines.build import Runtime
-
-
-@dataclass(frozen=True)
-class IndexRetrieval:
-    """What searching one index takes besides the backend: the embedder the index was built with,
-    and the weights of its hybrid fusion (see :mod:`service.retrieval.weights`)."""
-
-    embedder: Embedder
-    weights: FusionWeights = DEFAULT_WEIGHTS
-
-
-RetrievalOf = Callable[[str], IndexRetrieval]
-"""Index name -> :class:`IndexRetrieval` (:meth:`Runtime.retrieval <service.pipelines.build.Runtime.retrieval>`)."""
 
 
 def retrieval_of(retrieval: RetrievalOf | Embedder, settings: RetrievalSettings) -> RetrievalOf:

@@ -23,14 +23,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from service.corpus.model import Hit
 from service.evaluation.metrics import mean, mrr_at, recall_at
 from service.retrieval import fusion
-
-if TYPE_CHECKING:
-    from service.config import RetrievalSettings
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +35,16 @@ FUSION_KEY = "fusion"
 """The index-metadata entry (and model-manifest entry) holding fusion weights."""
 GRID = tuple(round(0.05 * i, 2) for i in range(21))
 """BM25 weights tried (the kNN weight is one minus it)."""
+
+
+class RetrievalSettings(Protocol):
+    """The fields of :class:`service.config.RetrievalSettings` that fusion reads."""
+
+    fusion: str
+    normalization: str
+    rrf_k: int
+    bm25_weight: float | None
+    knn_weight: float | None
 
 
 @dataclass(frozen=True)
