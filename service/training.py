@@ -267,8 +267,8 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     data = prepare(runtime, dataset, split, index, graph)
     t = lap("prepare", t)
     fusion = fit_fusion_weights(runtime, data, index)
-    _say(progress, f"fusion weights: bm25 {fusion.bm25:.2f}, knn {1 - fusion.bm25:.2f} "
-                   f"(Recall@10 {fusion.curve[fusion.bm25][0]:.4f} on the split)")
+    _say(progress, f"fusion weights: bm25 {fusion.bm25:.2f}, knn {fusion.knn:.2f} "
+                   f"(Recall@10 {fusion.evidence['curve'][f'{fusion.bm25:.2f}'][0]:.4f} on the split)")
     t = lap("fusion", t)
     _say(progress, "building the corpus vocabulary")
     vocabulary = Vocabulary.build(runtime.backend.scan(index), default_lang=data.language)

@@ -47,6 +47,10 @@ def test_training_writes_every_component(trained) -> None:
     assert models is load_models(out)  # cached per process
     assert models.memory is not None and len(models.memory) == 8
     assert models.law_probabilities("用人单位辞退劳动者") and models.prior.count("17083") == 1
+    # The fusion weights fitted on the split's labels, with the curve that chose them.
+    assert manifest["fusion"]["source"] == "model" and manifest["fusion"]["fusion"] == "linear-zscore"
+    assert models.fusion is not None and models.fusion.bm25 + models.fusion.knn == pytest.approx(1.0)
+    assert manifest["fusion_fit"]["method"] == "trained" and len(manifest["fusion_fit"]["curve"]) == 21
 
 
 def test_pipelines_use_the_trained_models(trained) -> None:
@@ -58,8 +62,11 @@ def test_pipelines_use_the_trained_models(trained) -> None:
     assert agentic.trace["reranker"]["name"] == "learned" and agentic.trace["models"]["path"] == str(out.resolve())
     assert agentic.trace["law_prediction"]["laws"] and agentic.trace["memory_candidates"] >= 1
     assert "17083" in [h.doc_id for h in agentic.hits]
+    assert agentic.trace["fusion_weights"]["source"] == "model"
     hybrid = rt.pipeline("hybrid+rerank").run(request)
     assert hybrid.trace["reranker"]["name"] == "learned_hybrid" and hybrid.trace["rounds"] == 0
+    plain = rt.pipeline("hybrid").run(request)  # reads the weights from the model folder's manifest alone
+    assert plain.trace["fusion_weights"] == {**load_models(out).fusion.to_dict(), "source": "model"}
     assert all(np.isfinite(h.score) for h in hybrid.hits)
 
 

@@ -111,5 +111,6 @@ def _trace(state: AgenticState, pipeline: str, reranker: Reranker, note: str, no
         "prefilter": state.trace.get("prefilter"),
         "memory_candidates": sum(1 for h in state.pool.values() if "memory" in h.ranks),
         "models": state.trace.get("models"),
+        "fusion_weights": state.trace.get("fusion_weights"),
         "options": state.options.to_json(),
     }
