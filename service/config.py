@@ -186,6 +186,9 @@ class RetrievalSettings:
     depth: int = 100
     """How many hits each retriever returns before fusion."""
     max_query_chars: int = 8000
+    long_query_chars: int = 500
+    """Longer questions are read as passages plus the question proper (service/retrieval/long_query.py);
+    0 = never."""
 
     def problems(self) -> list[str]:
         out = []
@@ -199,6 +202,8 @@ class RetrievalSettings:
             out.append("retrieval weights must be >= 0")
         if self.depth < 1:
             out.append("retrieval.depth must be >= 1")
+        if self.long_query_chars < 0:
+            out.append("retrieval.long_query_chars must be >= 0 (0 = never)")
         return out
 
 

@@ -1,7 +1,9 @@
 """Single-pass retrieval pipelines: BM25 only, dense only, and hybrid fusion of both.
 
 The hybrid pipeline's :meth:`HybridPipeline.probe` (BM25 and kNN side by side) is also the first
-step of the routed and agentic pipelines.
+step of the routed and agentic pipelines. A question longer than ``retrieval.long_query_chars`` is
+read as passages and its question proper (:mod:`service.retrieval.long_query`): BM25 gets its
+weighted key terms, kNN the combined passage vector.
 """
 
 from __future__ import annotations
@@ -10,12 +12,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from service.analysis.language import detect_language
 from service.backends.base import SearchBackend
 from service.config import RetrievalSettings
 from service.corpus.model import Filters, Hit
 from service.embeddings.base import Embedder
 from service.pipelines.base import SearchRequest, SearchResponse
+from service.pipelines.resources import term_search
 from service.retrieval import fusion
+from service.retrieval.long_query import LongQuery, bm25_idf, read_long_query
 from service.tracing import Stopwatch
 
 
@@ -26,6 +31,9 @@ class Probe:
     bm25: list[Hit]
     knn: list[Hit]
     vector: np.ndarray | None
+    weights: dict[str, float] | None = None
+    """The BM25 term weights of a long question (``None``: BM25 analysed the question's text)."""
+    long_query: LongQuery | None = None
 
 
 class HybridPipeline:
@@ -49,9 +57,17 @@ class HybridPipeline:
         self.mode = mode
         self.name = mode
 
+    def long_query(self, query: str) -> LongQuery | None:
+        """The question read as passages and question proper when it is long, else ``None``."""
+        limit = self.settings.long_query_chars
+        return read_long_query(query) if limit and len(query) > limit else None
+
     def probe(self, query: str, index: str, *, k: int, filters: Filters | None, lang: str,
               watch: Stopwatch) -> Probe:
         """Run the retrievers this mode needs, with ``k`` hits each."""
+        long = self.long_query(query)
+        if long is not None:
+            return self._probe_long(long, index, k=k, filters=filters, lang=lang, watch=watch)
         vector = None
         if self.mode != "bm25":
             with watch.stage("embed"):
@@ -63,6 +79,34 @@ class HybridPipeline:
                 return Probe([], self.backend.knn(index, vector, k=k, filters=filters), vector)
             bm25_hits, knn_hits = self.backend.probe(index, query, vector, k=k, filters=filters, lang=lang)
         return Probe(bm25_hits, knn_hits, vector)
+
+    def _probe_long(self, long: LongQuery, index: str, *, k: int, filters: Filters | None, lang: str,
+                    watch: Stopwatch) -> Probe:
+        """The probe of a long question: key-term BM25 and the combined passage vector."""
+        vector = None
+        if self.mode != "bm25":
+            with watch.stage("embed"):
+                vector = long.vector(self.embedder)
+        weights = None
+        bm25_hits: list[Hit] = []
+        knn_hits: list[Hit] = []
+        with watch.stage("retrieve"):
+            if self.mode != "dense":
+                weights = self.long_weights(long, index, lang)
+                bm25_hits = term_search(self.backend, index)(weights, k=k, filters=filters)
+            if vector is not None:
+                knn_hits = self.backend.knn(index, vector, k=k, filters=filters)
+        return Probe(bm25_hits, knn_hits, vector, weights, long)
+
+    def long_weights(self, long: LongQuery, index: str, lang: str) -> dict[str, float]:
+        """BM25 weights of a long question, capped by tf-idf where the backend knows document frequencies."""
+        doc_freqs = getattr(self.backend, "doc_freqs", None)
+        idf = None
+        if callable(doc_freqs):
+            def idf(terms: list[str]) -> dict[str, float]:
+                return bm25_idf(doc_freqs(index, terms), self.backend.count(index))
+
+        return long.term_weights(lang or detect_language(long.text), idf)
 
     def fuse(self, probe: Probe) -> list[Hit]:
         """One ranking from the probe, by the configured fusion."""
@@ -86,4 +130,6 @@ class HybridPipeline:
             hits = self.fuse(probe)[: request.k]
         trace = {"pipeline": self.name, "timings_ms": watch.to_dict(),
                  "candidates": {"bm25": len(probe.bm25), "knn": len(probe.knn)}}
+        if probe.long_query is not None:
+            trace["long_query"] = probe.long_query.to_trace()
         return SearchResponse(hits=hits, trace=trace)
