@@ -4,6 +4,7 @@ A model folder holds::
 
     manifest.json          format version, what it was trained on, the embedder, the components and files
     law_classifier.npz     question → law/section probabilities (service.agents.prefilter.LawClassifier)
+    law_mixer.json         weights of classifier, retrieval and mention evidence (service.agents.law_evidence)
     memory.npz             training questions and their gold articles (service.rerank.priors.QuestionMemory)
     prior.json             gold frequencies of articles (ArticlePrior)
     term_mapping.json.gz   question term → legal term table (terminology agent)
@@ -37,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from service.agents.law_evidence import LawMixer
 from service.agents.planner import PlannerPolicy
 from service.agents.prefilter import LawClassifier
 from service.agents.rewriters.terminology import QueryAdapter, TermMapping
@@ -54,6 +56,7 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 _FILES = {
     "law_classifier": "law_classifier.npz",
+    "law_mixer": "law_mixer.json",
     "memory": "memory.npz",
     "prior": "prior.json",
     "term_mapping": "term_mapping.json.gz",
@@ -78,6 +81,7 @@ class TrainedModels:
     language: str = ""
     embedder: str = ""
     law_classifier: LawClassifier | None = None
+    law_mixer: LawMixer | None = None
     memory: QuestionMemory | None = None
     prior: ArticlePrior | None = None
     term_mapping: TermMapping | None = None
@@ -156,7 +160,7 @@ def _write_component(name: str, component: Any, target: Path) -> None:
     elif name == "term_mapping":
         with gzip.open(target, "wt", encoding="utf-8") as fh:
             json.dump(component.to_json(), fh, ensure_ascii=False, separators=(",", ":"))
-    elif name in ("prior", "planner"):
+    elif name in ("prior", "planner", "law_mixer"):
         target.write_text(json.dumps(component.to_json(), ensure_ascii=False), encoding="utf-8")
     else:
         component.save(target)
@@ -180,6 +184,8 @@ def _read_component(name: str, path: Path, feature_names: Sequence[str], compile
         return ArticlePrior.from_json(json.loads(path.read_text(encoding="utf-8")))
     if name == "planner":
         return PlannerPolicy.from_json(json.loads(path.read_text(encoding="utf-8")))
+    if name == "law_mixer":
+        return LawMixer.from_json(json.loads(path.read_text(encoding="utf-8")))
     label = "learned" if name == "reranker_agentic" else "learned_hybrid"
     return LearnedReranker.load(path, feature_names, label=label, compile_trees=compile_trees)
 

@@ -32,6 +32,7 @@ import numpy as np
 from tqdm import tqdm
 
 from service.agents.base import PlanView
+from service.agents.law_evidence import LawEvidence, LawMixer, top_k_accuracy
 from service.agents.planner import POOL_AGENTS, QUESTION_AGENTS, PlannerPolicy, policy_vector
 from service.agents.prefilter import LawClassifier
 from service.agents.rewriters.terminology import QueryAdapter, TermMapping
@@ -48,9 +49,11 @@ from service.models import TrainedModels, read_models
 from service.pipelines.agentic import AgenticPipeline, AgenticState
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
+from service.pipelines.hybrid import HybridPipeline
 from service.pipelines.resources import IndexResources
 from service.rerank.features import FEATURE_NAMES, pool_features
 from service.rerank.learned import LearnedReranker
+from service.tracing import Stopwatch
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +110,9 @@ def prepare(runtime: Runtime, dataset: Dataset, split: str, index: str, graph: C
         raise DataError(f"{dataset.path}: split {split!r} has no question with a gold article in the index")
     language = dataset.language if dataset.language and "," not in dataset.language else ""
     tokens = [analyzer_for(q.lang or language or detect_language(q.text)).tokens(q.text) for q in queries]
-    vectors = runtime.embedder.embed_queries([q.text for q in queries])
+    # Embedded as the probe embeds them at search time (long questions: passages and question combined).
+    hybrid = HybridPipeline(runtime.backend, runtime.embedder, runtime.settings.retrieval)
+    vectors = np.asarray([hybrid.query_vector(q.text) for q in queries], dtype=np.float32)
     gold_ids = sorted({d for g in golds for d in g})
     docs = runtime.backend.fetch(index, gold_ids)
     gold_terms = {d: set(analyzer_for(doc.lang or language).tokens(bm25_text(doc))) for d, doc in docs.items()}
@@ -180,6 +185,28 @@ def policy_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str,
         found = {h.doc_id for hits in step.hits for h in hits}
         rows[agent] = (x1, int(bool((found - top1) & gold)))
     return rows
+
+
+def law_evidence(pipe: AgenticPipeline, data: TrainingData, i: int, index: str, graph: CorpusGraph,
+                 k: int) -> LawEvidence:
+    """The law evidence of training question ``i`` as a search sees it, with ``pipe``'s classifier."""
+    query = data.queries[i]
+    probe = pipe.hybrid.probe(query.text, index, k=k, filters=None, lang=query.lang, watch=Stopwatch())
+    ranked = [graph.law_of(h.doc_id) for h in pipe.hybrid.fuse(probe)]
+    models = pipe.models()
+    clf = models.law_classifier if models is not None else None
+    laws = clf.law_probabilities(data.tokens[i], data.vectors[i]) if clf is not None else []
+    return LawEvidence.gather(query.text, laws, ranked, graph.laws())
+
+
+def _law_accuracy(evidence: Sequence[LawEvidence], gold: Sequence[set[str]], mixer: LawMixer) -> dict[str, Any]:
+    """Top-1 and top-3 accuracy of the classifier alone and of the mixed prediction, and the weights."""
+    out: dict[str, Any] = {}
+    for name, model in (("classifier", LawMixer()), ("mixed", mixer)):
+        ranked = [[law for law, _ in model.probabilities(e)] for e in evidence]
+        out[name] = {f"top{k}": round(top_k_accuracy(ranked, gold, k), 4) for k in (1, 3)}
+    out["weights"] = mixer.to_json()["weights"]
+    return out
 
 
 def _view(state: AgenticState, allowed: Sequence[str]) -> PlanView:
@@ -267,6 +294,23 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
         fold_models.append(fit_parts(data, rest, graph, vocabulary, embedder))
     t = lap("fold_parts", t)
 
+    # The law mixer, from classifier probabilities that did not see the question.
+    _say(progress, "fitting the law mixer (classifier, retrieval and mention evidence)")
+    evidence: list[LawEvidence | None] = [None] * len(data.queries)
+    for f, held in enumerate(parts):
+        pipe = AgenticPipeline(runtime, models=fold_models[f])
+        for i in held:
+            evidence[i] = law_evidence(pipe, data, i, index, graph, k)
+    gold_laws = [{graph.law_of(d) for d in g} for g in data.golds]
+    mixer = LawMixer.fit([e for e in evidence if e is not None], gold_laws)
+    for models in fold_models:
+        models.law_mixer = mixer
+    law_report = _law_accuracy([e for e in evidence if e is not None], gold_laws, mixer)
+    t = lap("law_mixer", t)
+    _say(progress, f"law prediction (out of fold): top-1 {law_report['mixed']['top1']:.3f}, top-3 "
+                   f"{law_report['mixed']['top3']:.3f} (classifier alone {law_report['classifier']['top1']:.3f} / "
+                   f"{law_report['classifier']['top3']:.3f})")
+
     # The planner policy, from every agent's gains on cross-fitted pools.
     agent_rows: dict[str, tuple[list[np.ndarray], list[int]]] = {}
     for f, held in enumerate(parts):
@@ -305,6 +349,7 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     _say(progress, "fitting the final models on the whole split")
     final = fit_parts(data, list(range(len(data.queries))), graph, vocabulary, embedder)
     final.planner = policy
+    final.law_mixer = mixer
     final.reranker_agentic = LearnedReranker.fit(
         np.concatenate([g[0] for g in agentic_groups]), np.concatenate([g[1] for g in agentic_groups]),
         [len(g[1]) for g in agentic_groups], FEATURE_NAMES, rounds=best_agentic)
@@ -318,7 +363,8 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
         "cv": {"agentic_recall@10": round(cv_agentic[best_agentic], 4), "agentic_rounds": best_agentic,
                "agentic_by_rounds": {str(n): round(v, 4) for n, v in cv_agentic.items()},
                "pool_recall": round(pool_recall, 4),
-               "mean_pool": round(float(np.mean([len(g[1]) for g in agentic_groups])), 1)},
+               "mean_pool": round(float(np.mean([len(g[1]) for g in agentic_groups])), 1),
+               "law": law_report},
         "timings_s": {**timings, "total": round(time.perf_counter() - started, 1)},
     }
     final.info = info

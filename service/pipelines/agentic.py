@@ -49,6 +49,7 @@ from service.agents.base import (
     Rewriter,
 )
 from service.agents.hyde import HydeRewriter
+from service.agents.law_evidence import LawEvidence
 from service.agents.llm import CallBudget, LlmClient
 from service.agents.planner import LlmPlanner, OfflinePlanner
 from service.agents.prefilter import LawPrediction, LlmLawPredictor, prefilter_laws
@@ -239,7 +240,7 @@ class AgenticPipeline:
         vector = probe.vector
         if vector is None:
             with watch.stage("embed"):
-                vector = self.runtime.embedder.embed_queries([request.query])[0]
+                vector = self.hybrid.query_vector(request.query)
         pool: dict[str, Hit] = {}
         for rank, hit in enumerate(self.hybrid.fuse(probe), start=1):
             pool[hit.doc_id] = Hit(doc_id=hit.doc_id, score=hit.score,
@@ -272,6 +273,12 @@ class AgenticPipeline:
         clf = models.law_classifier
         section_p = clf.section_probabilities(state.terms, state.vector)
         laws = clf.laws_from(section_p)
+        evidence = None
+        if models.law_mixer is not None:
+            graph = resources.graph
+            evidence = LawEvidence.gather(state.request["query"], laws,
+                                          [graph.law_of(d) for d in _by_rank(state.pool, "hybrid")], graph.laws())
+            laws = models.law_mixer.probabilities(evidence)
         prediction = LawPrediction(laws)
         if self.llm_enabled and state.options.prefilter:
             graph = resources.graph
@@ -280,6 +287,8 @@ class AgenticPipeline:
                                                                 self._budget(state))
             self._count_llm(state, [prediction.llm] if prediction.llm else [])
         state.law = prediction.to_trace(top=10)
+        if evidence is not None:
+            state.law["evidence"] = evidence.to_trace()
         state.law["laws"] = [[law, p] for law, p in prediction.laws if p > 1e-4][:50]
         order = np.argsort(-section_p)[:50]
         state.law["sections"] = {clf.sections[i]: float(section_p[i]) for i in order if section_p[i] > 1e-4}
@@ -312,7 +321,7 @@ class AgenticPipeline:
         filters = (request.filters or Filters()).narrowed("law", tuple(chosen))
         depth = self.settings.agents.prefilter_depth
         backend = self.runtime.backend
-        bm25 = backend.bm25(request.index, request.query, k=depth, filters=filters, lang=request.lang)
+        bm25 = self.hybrid.bm25(request.query, request.index, k=depth, filters=filters, lang=request.lang)
         knn = backend.knn(request.index, state.vector, k=depth, filters=filters) if state.vector is not None else []
         fused = self.hybrid.fuse(Probe(bm25, knn, None))[:depth]
         for rank, hit in enumerate(fused, start=1):

@@ -62,6 +62,11 @@ class HybridPipeline:
         limit = self.settings.long_query_chars
         return read_long_query(query) if limit and len(query) > limit else None
 
+    def query_vector(self, query: str) -> np.ndarray:
+        """The question's embedding as the probe computes it (long questions: the combined vector)."""
+        long = self.long_query(query)
+        return long.vector(self.embedder) if long is not None else self.embedder.embed_queries([query])[0]
+
     def probe(self, query: str, index: str, *, k: int, filters: Filters | None, lang: str,
               watch: Stopwatch) -> Probe:
         """Run the retrievers this mode needs, with ``k`` hits each."""
@@ -97,6 +102,13 @@ class HybridPipeline:
             if vector is not None:
                 knn_hits = self.backend.knn(index, vector, k=k, filters=filters)
         return Probe(bm25_hits, knn_hits, vector, weights, long)
+
+    def bm25(self, query: str, index: str, *, k: int, filters: Filters | None, lang: str) -> list[Hit]:
+        """BM25 of the question as the probe runs it (long questions: their weighted key terms)."""
+        long = self.long_query(query)
+        if long is None:
+            return self.backend.bm25(index, query, k=k, filters=filters, lang=lang)
+        return term_search(self.backend, index)(self.long_weights(long, index, lang), k=k, filters=filters)
 
     def long_weights(self, long: LongQuery, index: str, lang: str) -> dict[str, float]:
         """BM25 weights of a long question, capped by tf-idf where the backend knows document frequencies."""
