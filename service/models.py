@@ -11,6 +11,7 @@ A model folder holds::
     adapter.npy            query-embedding adapter (terminology agent)
     vocabulary.json.gz     document frequencies of the corpus terms (repair agent, PRF idf, LLM guard)
     planner.json           the planner policy
+    citation_counter.json  expected number of cited articles per question (service.rerank.citation_count)
     reranker_agentic.txt   LightGBM model over agentic pools
     reranker_hybrid.txt    LightGBM model over hybrid pools (the ``hybrid+rerank`` pipeline)
 
@@ -46,6 +47,7 @@ from service.agents.vocabulary import Vocabulary
 from service.analysis.chain import analyzer_for
 from service.analysis.language import detect_language
 from service.errors import ConfigError
+from service.rerank.citation_count import CitationCounter
 from service.rerank.features import FEATURE_NAMES
 from service.rerank.learned import LearnedReranker
 from service.rerank.priors import ArticlePrior, QuestionMemory
@@ -63,6 +65,7 @@ _FILES = {
     "adapter": "adapter.npy",
     "vocabulary": "vocabulary.json.gz",
     "planner": "planner.json",
+    "citation_counter": "citation_counter.json",
     "reranker_agentic": "reranker_agentic.txt",
     "reranker_hybrid": "reranker_hybrid.txt",
 }
@@ -88,6 +91,7 @@ class TrainedModels:
     adapter: QueryAdapter | None = None
     vocabulary: Vocabulary | None = None
     planner: PlannerPolicy | None = None
+    citation_counter: CitationCounter | None = None
     reranker_agentic: LearnedReranker | None = None
     reranker_hybrid: LearnedReranker | None = None
     info: dict[str, Any] = field(default_factory=dict)
@@ -160,7 +164,7 @@ def _write_component(name: str, component: Any, target: Path) -> None:
     elif name == "term_mapping":
         with gzip.open(target, "wt", encoding="utf-8") as fh:
             json.dump(component.to_json(), fh, ensure_ascii=False, separators=(",", ":"))
-    elif name in ("prior", "planner", "law_mixer"):
+    elif name in ("prior", "planner", "law_mixer", "citation_counter"):
         target.write_text(json.dumps(component.to_json(), ensure_ascii=False), encoding="utf-8")
     else:
         component.save(target)
@@ -186,6 +190,8 @@ def _read_component(name: str, path: Path, feature_names: Sequence[str], compile
         return PlannerPolicy.from_json(json.loads(path.read_text(encoding="utf-8")))
     if name == "law_mixer":
         return LawMixer.from_json(json.loads(path.read_text(encoding="utf-8")))
+    if name == "citation_counter":
+        return CitationCounter.from_json(json.loads(path.read_text(encoding="utf-8")))
     label = "learned" if name == "reranker_agentic" else "learned_hybrid"
     return LearnedReranker.load(path, feature_names, label=label, compile_trees=compile_trees)
 

@@ -51,6 +51,7 @@ from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
 from service.pipelines.hybrid import HybridPipeline
 from service.pipelines.resources import IndexResources
+from service.rerank.citation_count import CitationCounter
 from service.rerank.features import FEATURE_NAMES, pool_features
 from service.rerank.learned import LearnedReranker
 from service.tracing import Stopwatch
@@ -234,12 +235,14 @@ def pool_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k
 
 
 def _cv_recall(groups: list[tuple[np.ndarray, np.ndarray, int]], folds: list[list[int]], gold_counts: list[int],
-               ) -> dict[int, float]:
-    """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`.
+               ) -> tuple[dict[int, float], dict[int, dict[int, np.ndarray]]]:
+    """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`,
+    and each question's out-of-fold ranking (its pool's labels, best first) for each number of rounds.
 
     ``gold_counts`` are the full gold-set sizes, so gold articles missing from a pool count as misses.
     """
     recalls: dict[int, list[float]] = {n: [] for n in ROUND_GRID}
+    rankings: dict[int, dict[int, np.ndarray]] = {n: {} for n in ROUND_GRID}
     for held in folds:
         held_set = set(held)
         train = [g for g in groups if g[2] not in held_set]
@@ -254,9 +257,26 @@ def _cv_recall(groups: list[tuple[np.ndarray, np.ndarray, int]], folds: list[lis
             scores = model.booster.predict(matrix, num_iteration=n, num_threads=2)
             for j, g in enumerate(test):
                 part = scores[bounds[j]:bounds[j + 1]]
-                top = np.argsort(-part, kind="stable")[:10]
-                recalls[n].append(float(g[1][top].sum()) / gold_counts[g[2]])
-    return {n: float(np.mean(v)) for n, v in recalls.items()}
+                ranked = g[1][np.argsort(-part, kind="stable")]
+                rankings[n][g[2]] = ranked
+                recalls[n].append(float(ranked[:10].sum()) / gold_counts[g[2]])
+    return {n: float(np.mean(v)) for n, v in recalls.items()}, rankings
+
+
+def fit_citation_counter(data: TrainingData, parts: list[list[int]], rankings: dict[int, np.ndarray]
+                         ) -> CitationCounter:
+    """The citation counter on the whole split, its multiplier tuned on out-of-fold counts and rankings."""
+    texts = [q.text for q in data.queries]
+    counts = [len(g) for g in data.golds]
+    expected = [0.0] * len(texts)
+    for f, held in enumerate(parts):
+        rest = [i for g, p in enumerate(parts) if g != f for i in p]
+        fold_counter = CitationCounter.fit([texts[i] for i in rest], [counts[i] for i in rest])
+        for i in held:
+            expected[i] = fold_counter.expected(texts[i])
+    usable = [i for i in range(len(texts)) if i in rankings]
+    return CitationCounter.fit(texts, counts).tuned([expected[i] for i in usable], [rankings[i] for i in usable],
+                                                   [counts[i] for i in usable])
 
 
 def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path, *, folds: int = FOLDS,
@@ -341,8 +361,9 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     t = lap("pools", t)
     gold_counts = [len(g) for g in data.golds]
     _say(progress, "cross-validating the rerankers")
-    cv_agentic = _cv_recall(agentic_groups, parts, gold_counts)
+    cv_agentic, oof_rankings = _cv_recall(agentic_groups, parts, gold_counts)
     best_agentic = max(cv_agentic, key=lambda n: cv_agentic[n])
+    counter = fit_citation_counter(data, parts, oof_rankings[best_agentic])
     pool_recall = float(np.mean([g[1].sum() / gold_counts[g[2]] for g in agentic_groups]))
     t = lap("cv", t)
 
@@ -350,6 +371,7 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     final = fit_parts(data, list(range(len(data.queries))), graph, vocabulary, embedder)
     final.planner = policy
     final.law_mixer = mixer
+    final.citation_counter = counter
     final.reranker_agentic = LearnedReranker.fit(
         np.concatenate([g[0] for g in agentic_groups]), np.concatenate([g[1] for g in agentic_groups]),
         [len(g[1]) for g in agentic_groups], FEATURE_NAMES, rounds=best_agentic)
@@ -364,7 +386,8 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
                "agentic_by_rounds": {str(n): round(v, 4) for n, v in cv_agentic.items()},
                "pool_recall": round(pool_recall, 4),
                "mean_pool": round(float(np.mean([len(g[1]) for g in agentic_groups])), 1),
-               "law": law_report},
+               "law": law_report,
+               "citation_count": {"multiplier": counter.multiplier, "fixed_k": counter.fixed_k}},
         "timings_s": {**timings, "total": round(time.perf_counter() - started, 1)},
     }
     final.info = info

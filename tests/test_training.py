@@ -40,7 +40,9 @@ def test_training_writes_every_component(trained) -> None:
     _, out, report = trained
     manifest = json.loads((out / "manifest.json").read_text())
     assert set(manifest["components"]) == {"law_classifier", "law_mixer", "memory", "prior", "term_mapping",
-                                           "adapter", "vocabulary", "planner", "reranker_agentic", "reranker_hybrid"}
+                                           "adapter", "vocabulary", "planner", "citation_counter",
+                                           "reranker_agentic", "reranker_hybrid"}
+    assert 1 <= report["cv"]["citation_count"]["fixed_k"] <= 10
     law = report["cv"]["law"]
     assert 0.0 <= law["mixed"]["top1"] <= law["mixed"]["top3"] <= 1.0 and len(law["weights"]) == 4
     assert manifest["questions"] == 8 and manifest["split"] == "dev" and manifest["embedder"] == "use-m3"

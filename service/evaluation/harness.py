@@ -2,7 +2,9 @@
 
 The JSON form of a result is a contract (``lexsearch eval --json``): one object per pipeline with
 ``pipeline, queries, recall@10, recall@100, mrr@10, ndcg@10, latency_ms{p50,p95,mean}``, plus
-optional extra keys (set metrics for pipelines that cut their lists, agent statistics).
+optional extra keys: ``set`` (the set a pipeline returned itself, e.g. routed's cut), ``sets`` (set
+precision, recall and F1 macro-averaged over questions, and the mean size, for every citation-set
+choice of :mod:`service.retrieval.sets`), agent statistics.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from tqdm import tqdm
 from service.corpus.model import Filters, Query
 from service.evaluation import metrics
 from service.pipelines.base import Pipeline, SearchRequest, SearchResponse
+from service.retrieval.sets import SetChoice
 
 
 @dataclass
@@ -54,8 +57,11 @@ Run = dict[str, list[tuple[str, float]]]
 def evaluate(pipeline: Pipeline, queries: Sequence[Query], qrels: dict[str, set[str]], *, index: str,
              k: int = 100, filters: Filters | None = None, options: dict[str, Any] | None = None,
              max_query_chars: int | None = None, progress: bool = False, label: str | None = None,
-             on_response: Callable[[Query, SearchResponse], None] | None = None) -> tuple[EvalResult, Run]:
+             on_response: Callable[[Query, SearchResponse], None] | None = None,
+             set_choices: Sequence[SetChoice] = ()) -> tuple[EvalResult, Run]:
     """Search every query, time each search end to end, and compute the metrics.
+
+    ``set_choices`` turn each ranking into an answer set; their set scores go to ``extra["sets"]``.
 
     Queries longer than ``max_query_chars`` are cut to that length (and counted in
     ``extra["truncated_queries"]``) rather than rejected, so every query is scored.
@@ -67,6 +73,7 @@ def evaluate(pipeline: Pipeline, queries: Sequence[Query], qrels: dict[str, set[
     latencies: list[float] = []
     recalls10, recalls100, mrrs, ndcgs = [], [], [], []
     set_p, set_r, set_f = [], [], []
+    by_choice: dict[str, list[tuple[float, float, float, int]]] = {c.name: [] for c in set_choices}
     truncated = 0
     name = label or pipeline.name
     for query in tqdm(queries, desc=f"eval {name}", unit="q", disable=not progress, leave=False):
@@ -90,12 +97,21 @@ def evaluate(pipeline: Pipeline, queries: Sequence[Query], qrels: dict[str, set[
             set_p.append(p)
             set_r.append(r)
             set_f.append(f)
+        for choice in set_choices:
+            size = choice.size(query.text, response.hits)
+            by_choice[choice.name].append((*metrics.set_scores(ranked[:size], relevant), size))
         if on_response is not None:
             on_response(query, response)
     extra: dict[str, Any] = {}
     if set_f:
         extra["set"] = {"precision": round(metrics.mean(set_p), 4), "recall": round(metrics.mean(set_r), 4),
                         "f1": round(metrics.mean(set_f), 4)}
+    if by_choice:
+        extra["sets"] = {name: {"precision": round(metrics.mean(v[0] for v in rows), 4),
+                                "recall": round(metrics.mean(v[1] for v in rows), 4),
+                                "f1": round(metrics.mean(v[2] for v in rows), 4),
+                                "size": round(metrics.mean(v[3] for v in rows), 2)}
+                         for name, rows in by_choice.items()}
     if truncated:
         extra["truncated_queries"] = truncated
     result = EvalResult(
@@ -125,4 +141,12 @@ def format_table(results: Sequence[EvalResult]) -> str:
             s = r.extra["set"]
             line += f"   set P/R/F1 {s['precision']:.3f}/{s['recall']:.3f}/{s['f1']:.3f}"
         lines.append(line)
+    choices = list(dict.fromkeys(name for r in results for name in r.extra.get("sets", {})))
+    if choices:
+        header = f"{'set F1 (mean size)':<28} " + " ".join(f"{name:>13}" for name in choices)
+        lines += ["", header, "-" * len(header)]
+        for r in results:
+            sets = r.extra.get("sets", {})
+            cells = [f"{sets[n]['f1']:.3f} ({sets[n]['size']:>4.1f})" if n in sets else f"{'-':>13}" for n in choices]
+            lines.append(f"{r.pipeline:<28} " + " ".join(f"{c:>13}" for c in cells))
     return "\n".join(lines)
