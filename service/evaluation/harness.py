@@ -36,6 +36,9 @@ class EvalResult:
     latency_p95: float
     latency_mean: float
     extra: dict[str, Any] = field(default_factory=dict)
+    per_query: list[dict[str, Any]] = field(default_factory=list)
+    """One row per query (qid, latency_ms, recall@10, recall@100, mrr@10, sets), for pooling results of
+    several runs (cross-validation folds); not part of the JSON contract."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,6 +77,7 @@ def evaluate(pipeline: Pipeline, queries: Sequence[Query], qrels: dict[str, set[
     recalls10, recalls100, mrrs, ndcgs = [], [], [], []
     set_p, set_r, set_f = [], [], []
     by_choice: dict[str, list[tuple[float, float, float, int]]] = {c.name: [] for c in set_choices}
+    rows: list[dict[str, Any]] = []
     truncated = 0
     name = label or pipeline.name
     for query in tqdm(queries, desc=f"eval {name}", unit="q", disable=not progress, leave=False):
@@ -100,6 +104,9 @@ def evaluate(pipeline: Pipeline, queries: Sequence[Query], qrels: dict[str, set[
         for choice in set_choices:
             size = choice.size(query.text, response.hits)
             by_choice[choice.name].append((*metrics.set_scores(ranked[:size], relevant), size))
+        rows.append({"qid": query.qid, "latency_ms": latencies[-1], "recall@10": recalls10[-1],
+                     "recall@100": recalls100[-1], "mrr@10": mrrs[-1],
+                     "sets": {name: values[-1] for name, values in by_choice.items()}})
         if on_response is not None:
             on_response(query, response)
     extra: dict[str, Any] = {}
@@ -125,6 +132,7 @@ def evaluate(pipeline: Pipeline, queries: Sequence[Query], qrels: dict[str, set[
         latency_p95=metrics.percentile(latencies, 95),
         latency_mean=metrics.mean(latencies),
         extra=extra,
+        per_query=rows,
     )
     return result, run
 
