@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from service.analysis.language import detect_language
-from service.commands.dataset_index import ensure_dataset_index
 from service.config import load_settings
 from service.corpus.datasets import Dataset
 from service.corpus.model import Query
 from service.evaluation import metrics
+from service.evaluation.dataset_index import ensure_dataset_index
 from service.evaluation.harness import evaluate
 from service.models import load_models
 from service.pipelines.base import SearchResponse

@@ -37,11 +37,11 @@ import numpy as np
 from tqdm import tqdm
 
 from service.commands.common import add_common_options, info, progress_enabled, settings_from_args
-from service.commands.dataset_index import ensure_dataset_index
 from service.corpus.datasets import Dataset
 from service.corpus.model import Query
 from service.errors import InvalidInput
 from service.evaluation import metrics
+from service.evaluation.dataset_index import ensure_dataset_index
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
 from service.routing.calibration import ensure_qsi_calibration

@@ -8,7 +8,7 @@ weighted key terms, kNN the combined passage vector.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,23 +17,13 @@ from service.backends.base import SearchBackend
 from service.config import RetrievalSettings
 from service.corpus.model import Filters, Hit
 from service.embeddings.base import Embedder
-from service.pipelines.base import SearchRequest, SearchResponse
-from service.pipelines.resources import term_search
+from service.pipelines.base import Probe, SearchRequest, SearchResponse
 from service.retrieval import fusion
 from service.retrieval.long_query import LongQuery, bm25_idf, read_long_query
 from service.tracing import Stopwatch
 
-
-@dataclass
-class Probe:
-    """The result of one side-by-side BM25 + kNN call."""
-
-    bm25: list[Hit]
-    knn: list[Hit]
-    vector: np.ndarray | None
-    weights: dict[str, float] | None = None
-    """The BM25 term weights of a long question (``None``: BM25 analysed the question's text)."""
-    long_query: LongQuery | None = None
+if TYPE_CHECKING:
+    from service.pipelines.build import Runtime
 
 
 class HybridPipeline:
@@ -56,6 +46,11 @@ class HybridPipeline:
         self.settings = settings
         self.mode = mode
         self.name = mode
+
+    @classmethod
+    def from_runtime(cls, runtime: Runtime, *, name: str, mode: str) -> HybridPipeline:
+        """The pipeline of :data:`service.plugins.PIPELINES` entry ``name``, on the runtime's backend and embedder."""
+        return cls(runtime.backend, runtime.embedder, runtime.settings.retrieval, mode=mode)
 
     def long_query(self, query: str) -> LongQuery | None:
         """The question read as passages and question proper when it is long, else ``None``."""
@@ -98,7 +93,7 @@ class HybridPipeline:
         with watch.stage("retrieve"):
             if self.mode != "dense":
                 weights = self.long_weights(long, index, lang)
-                bm25_hits = term_search(self.backend, index)(weights, k=k, filters=filters)
+                bm25_hits = self.backend.bm25_terms(index, weights, k=k, filters=filters)
             if vector is not None:
                 knn_hits = self.backend.knn(index, vector, k=k, filters=filters)
         return Probe(bm25_hits, knn_hits, vector, weights, long)
@@ -108,7 +103,7 @@ class HybridPipeline:
         long = self.long_query(query)
         if long is None:
             return self.backend.bm25(index, query, k=k, filters=filters, lang=lang)
-        return term_search(self.backend, index)(self.long_weights(long, index, lang), k=k, filters=filters)
+        return self.backend.bm25_terms(index, self.long_weights(long, index, lang), k=k, filters=filters)
 
     def long_weights(self, long: LongQuery, index: str, lang: str) -> dict[str, float]:
         """BM25 weights of a long question, capped by tf-idf where the backend knows document frequencies."""
@@ -138,6 +133,13 @@ class HybridPipeline:
         depth = max(request.k, self.settings.depth)
         probe = self.probe(request.query, request.index, k=depth, filters=request.filters,
                            lang=request.lang, watch=watch)
+        return self._answer(request, probe, watch)
+
+    def run_with_probe(self, request: SearchRequest, probe: Probe) -> SearchResponse:
+        """The fusion of ``probe``, without retrieving again (routing tier 0)."""
+        return self._answer(request.validated(self.settings.max_query_chars), probe, Stopwatch())
+
+    def _answer(self, request: SearchRequest, probe: Probe, watch: Stopwatch) -> SearchResponse:
         with watch.stage("fuse"):
             hits = self.fuse(probe)[: request.k]
         trace = {"pipeline": self.name, "timings_ms": watch.to_dict(),
