@@ -86,9 +86,12 @@ class _Recorder:
         return np.asarray([[1.0, 0.0]] + [[0.0, 1.0]] * (len(texts) - 1), dtype=np.float32)
 
 
-def test_vector_mixes_the_question_and_the_passage_mean() -> None:
+def test_vector_is_the_passage_mean_with_an_optional_share_of_the_question() -> None:
     long = read_long_query(FACTS + QUESTION)
     embedder = _Recorder()
-    vector = long.vector(embedder)  # type: ignore[arg-type]
+    vector = long.vector(embedder, question_share=0.5)  # type: ignore[arg-type]
     assert embedder.seen == [long.question, *long.passages]
     assert np.allclose(vector, np.asarray([1.0, 1.0]) / math.sqrt(2))
+    embedder.seen.clear()
+    assert np.allclose(long.vector(embedder), [1.0, 0.0])  # type: ignore[arg-type]
+    assert embedder.seen == list(long.passages)
