@@ -62,11 +62,13 @@ class CorpusGraph:
     """Laws, article order and citation links of one corpus. Read-only after :meth:`build`."""
 
     def __init__(self, info: dict[str, ArticleInfo], by_law: dict[str, list[str]],
-                 cites: dict[str, tuple[str, ...]], cited_by: dict[str, tuple[str, ...]]) -> None:
+                 cites: dict[str, tuple[str, ...]], cited_by: dict[str, tuple[str, ...]],
+                 by_key: dict[str, tuple[str, ...]] | None = None) -> None:
         self._info = info
         self._by_law = by_law
         self._cites = cites
         self._cited_by = cited_by
+        self._by_key = by_key or {}
 
     @classmethod
     def build(cls, docs: Iterable[LegalDoc]) -> CorpusGraph:
@@ -107,7 +109,7 @@ class CorpusGraph:
                 for target in targets:
                     reverse.setdefault(target, []).append(doc_id)
         cited_by = {k: tuple(v) for k, v in reverse.items()}
-        return cls(info, by_law, cites, cited_by)
+        return cls(info, by_law, cites, cited_by, {k: tuple(v) for k, v in by_key.items()})
 
     def __len__(self) -> int:
         return len(self._info)
@@ -136,6 +138,10 @@ class CorpusGraph:
         """The document ids of one law, in article order."""
         return self._by_law.get(law, ())
 
+    def resolve(self, key: str) -> tuple[str, ...]:
+        """The documents of a citation key (``"OR art. 725"``, :attr:`Citation.key`); () when none."""
+        return self._by_key.get(key, ())
+
     def cites(self, doc_id: str) -> tuple[str, ...]:
         """Documents that ``doc_id`` cites (resolved citation keys)."""
         return self._cites.get(doc_id, ())
@@ -146,7 +152,7 @@ class CorpusGraph:
 
     def without_citations(self) -> CorpusGraph:
         """The same graph with no citation links (laws, order and neighbours kept), sharing its tables."""
-        return CorpusGraph(self._info, self._by_law, {}, {})
+        return CorpusGraph(self._info, self._by_law, {}, {}, self._by_key)
 
     def neighbours(self, doc_id: str, span: int = 1) -> list[str]:
         """Articles within ``span`` places of ``doc_id`` in the same law, nearest first."""

@@ -56,6 +56,7 @@ from service.agents.vocabulary import Vocabulary, unseen_share
 from service.analysis.chain import analyzer_for
 from service.analysis.language import detect_language
 from service.config import Settings
+from service.corpus.citations import cites_of
 from service.corpus.model import Filters, Hit, LegalDoc, Provenance, Query
 from service.errors import ConfigError
 from service.llm.budget import CallBudget
@@ -239,6 +240,7 @@ class AgenticPipeline:
             self._predict_laws(state, models, resources)
         with watch.stage("memory"):
             self._consult_memory(state, models, resources)
+            self._add_cited(state, resources)
         if options.prefilter:
             with watch.stage("prefilter"):
                 self._prefilter(state, resources)
@@ -290,6 +292,17 @@ class AgenticPipeline:
                 hit = state.pool[doc_id] = Hit(doc_id=doc_id, score=0.0)
             hit.ranks["memory"] = rank
             hit.provenance.append(Provenance("memory", 0, rank, ""))
+
+    def _add_cited(self, state: AgenticState, resources: IndexResources) -> None:
+        """The articles the question cites (``Art. 725 Abs. 2 OR``) join the pool (ranks ``cited``)."""
+        keys = cites_of(state.request["query"], lang=state.language)
+        ids = list(dict.fromkeys(d for key in keys for d in resources.graph.resolve(key)))
+        for rank, doc_id in enumerate(self._allowed(state, ids), start=1):
+            hit = state.pool.get(doc_id)
+            if hit is None:
+                hit = state.pool[doc_id] = Hit(doc_id=doc_id, score=0.0)
+            hit.ranks["cited"] = rank
+            hit.provenance.append(Provenance("cited", 0, rank, ""))
 
     def _prefilter(self, state: AgenticState, resources: IndexResources) -> None:
         laws = [(law, p) for law, p in state.law.get("laws", [])]

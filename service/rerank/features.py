@@ -3,7 +3,8 @@
 One row per candidate. The columns (:data:`FEATURE_NAMES`) come from:
 
 - the first retrieval of the question: BM25 and kNN scores (raw, per-query z-score, rank) and the
-  fused hybrid rank (``hit.scores``/``hit.ranks`` keys ``bm25``, ``knn``, ``hybrid``, ``prefilter``);
+  fused hybrid rank (``hit.scores``/``hit.ranks`` keys ``bm25``, ``knn``, ``hybrid``, ``prefilter``),
+  and whether the question cites the article itself (``cited``: "Art. 725 Abs. 2 OR");
 - the agents: how many agents, rounds and rewrites found it, at what best rank, and which agents
   (``hit.provenance`` entries with ``round >= 1``), and each agent's z-scored retrieval score of it
   (``hit.scores["agent:<name>"]``, also for candidates that were already in the pool);
@@ -46,7 +47,7 @@ FEATURE_NAMES: tuple[str, ...] = (
     *(f"agent_{a}" for a in AGENT_COLUMNS), *(f"agent_{a}_z" for a in AGENT_COLUMNS), "agent_z_max",
     "cites_top", "cited_by_top", "neighbour_of_top", "same_law_top10",
     "article_position", "article_number_log", "law_size_log", "doc_length_log",
-    "query_terms", "law_top_p", "memory_top_sim",
+    "query_terms", "law_top_p", "memory_top_sim", "cited_in_question",
 )
 """Column names, in order. Changing them invalidates trained rerankers (their manifest keeps the list)."""
 
@@ -223,6 +224,8 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext) -> np.ndarray:
         if knn_rank is not None:
             rrf += 1.0 / (60 + knn_rank)
         row[col["rrf"]] = rrf
+        if "cited" in ranks:
+            row[col["cited_in_question"]] = 1.0
         prefilter_rank = ranks.get("prefilter")
         row[col["prefilter_rank_log"]] = log(prefilter_rank) if prefilter_rank is not None else missing_rank
         vote = memory.get(d)
