@@ -19,7 +19,8 @@ Variants of the question processing (first-stage pipelines only; trained pipelin
 ``truncated`` (the question cut to 8,000 characters, as before, and searched as one text) and
 ``whole`` (the whole question as one text).
 
-Writes ``OUT/results.json`` (every figure) and prints the tables of docs/BENCHMARKS.md.
+Writes ``OUT/results.json`` (every figure) and ``OUT/runs/cv<f>.<variant>.<pipeline>.run`` (TREC run
+files), and prints the tables of docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from service.corpus.model import Query
 from service.evaluation import metrics
 from service.evaluation.dataset_index import ensure_dataset_index
 from service.evaluation.harness import evaluate
+from service.evaluation.runs import write_run
 from service.models import load_models
 from service.pipelines.base import SearchResponse
 from service.pipelines.build import Runtime
@@ -132,7 +134,7 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    (out / "runs").mkdir(parents=True, exist_ok=True)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     base = runtime_for("processed")
     index = ensure_dataset_index(base, dataset)
@@ -174,9 +176,10 @@ def main(argv: list[str]) -> int:
                     scorer = LawScorer({qid: {docs_law[d] for d in ids if d in docs_law} for qid, ids in qrels.items()})
                     law_scorers.append(scorer)
                 print(f"fold {f}: {variant} {name} on {len(queries)} questions", flush=True)
-                result, _ = evaluate(runtime.pipeline(name), queries, qrels, index=index, k=100,
-                                     max_query_chars=VARIANTS[variant]["max_query_chars"], label=name,
-                                     set_choices=choices, on_response=scorer)
+                result, run = evaluate(runtime.pipeline(name), queries, qrels, index=index, k=100,
+                                       max_query_chars=VARIANTS[variant]["max_query_chars"], label=name,
+                                       set_choices=choices, on_response=scorer)
+                write_run(out / "runs" / f"cv{f}.{variant}.{name}.run", run, tag=f"{variant}-{name}")
                 for row in result.per_query:
                     rows[f"{variant}/{name}"].append({**row, "fold": f})
     load = os.getloadavg()
