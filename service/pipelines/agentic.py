@@ -233,7 +233,8 @@ class AgenticPipeline:
             request={"query": request.query, "index": request.index, "k": request.k,
                      "filters": request.filters.to_dict() if request.filters else None, "lang": request.lang,
                      "explain": request.explain, "qid": request.qid, "options": jsonable_options(request.options)},
-            options=options, language=language, terms=terms, vector=vector, pool=pool, resources=resources)
+            options=options, language=language, terms=terms, vector=vector, pool=pool, resources=resources,
+            weights=probe.weights if probe.long_query is not None else None)
         state.trace["models"] = ({"path": models.path, "components": models.components()} if models
                                  else "none (offline agents without training; reranker falls back to the pool order)")
         with watch.stage("law"):
@@ -405,7 +406,15 @@ class AgenticPipeline:
                         query_vector=state.vector,
                         graph=resources.graph if state.options.citations else resources.graph.without_citations(),
                         vocabulary=resources.vocabulary,
-                        budget=self._budget(state))
+                        budget=self._budget(state), query_weights=self._query_weights(state))
+
+    def _query_weights(self, state: AgenticState) -> dict[str, float] | None:
+        """The long question's BM25 weights (computed again for a state restored from JSON)."""
+        if state.weights is None:
+            long = self.hybrid.long_query(state.request["query"])
+            state.weights = (self.hybrid.long_weights(long, state.request["index"], state.language)
+                             if long is not None else {})
+        return state.weights or None
 
     def rewrite(self, state: AgenticState, agent: str) -> StepResult:
         """One agent's rewrites for the next round, each retrieved (top-30) and pruned (top-10).
