@@ -12,7 +12,9 @@ cross-validated: for each fold ``f`` the models are trained on ``cv<f>-train`` (
 ``lexsearch train``; kept in ``--models/cv<f>`` and reused when present) and the pipelines are
 scored on ``cv<f>``. Each question is scored once, by models that never saw it; the figures pool the
 five folds: R@10, R@100, MRR@10, set precision/recall/F1 for every citation-set choice, p50/p95
-latency, overall and by question language, and the law prediction's accuracy on the held-out folds.
+latency (wall clock, and the process's CPU time per search, which a machine shared with other jobs
+does not inflate), overall and by question language, and the law prediction's accuracy on the
+held-out folds.
 
 Variants of the question processing (first-stage pipelines only; trained pipelines use
 ``processed``): ``processed`` (long questions read as passages and question proper),
@@ -80,9 +82,9 @@ def pooled(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"queries": len(rows)}
     for key in ("recall@10", "recall@100", "mrr@10"):
         out[key] = round(metrics.mean(r[key] for r in rows), 4)
-    latencies = [r["latency_ms"] for r in rows]
-    out["latency_ms"] = {"p50": round(metrics.percentile(latencies, 50), 1),
-                         "p95": round(metrics.percentile(latencies, 95), 1)}
+    for key in ("latency_ms", "cpu_ms"):
+        values = [r[key] for r in rows]
+        out[key] = {"p50": round(metrics.percentile(values, 50), 1), "p95": round(metrics.percentile(values, 95), 1)}
     names = list(dict.fromkeys(n for r in rows for n in r["sets"]))
     out["sets"] = {n: {"precision": round(metrics.mean(r["sets"][n][0] for r in rows if n in r["sets"]), 4),
                        "recall": round(metrics.mean(r["sets"][n][1] for r in rows if n in r["sets"]), 4),
@@ -206,13 +208,14 @@ def main(argv: list[str]) -> int:
 
 def print_tables(results: dict[str, Any]) -> None:
     print(f"\nload average {results['load_average']}; {results['started']} - {results['finished']}")
-    print("\n| variant / pipeline | questions | R@10 | R@100 | MRR@10 | p50 ms | p95 ms |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| variant / pipeline | questions | R@10 | R@100 | MRR@10 | p50 ms | p95 ms | CPU p50 ms | CPU p95 ms |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for key, entry in results["runs"].items():
         for lang, r in entry.items():
             label = key if lang == "all" else f"{key} ({lang})"
             print(f"| {label} | {r['queries']} | {r['recall@10']:.3f} | {r['recall@100']:.3f} | {r['mrr@10']:.3f} | "
-                  f"{r['latency_ms']['p50']:.0f} | {r['latency_ms']['p95']:.0f} |")
+                  f"{r['latency_ms']['p50']:.0f} | {r['latency_ms']['p95']:.0f} | {r['cpu_ms']['p50']:.0f} | "
+                  f"{r['cpu_ms']['p95']:.0f} |")
     names = list(dict.fromkeys(n for e in results["runs"].values() for n in e["all"].get("sets", {})))
     print("\n| variant / pipeline | " + " | ".join(f"{n} P/R/F1 (size)" for n in names) + " |")
     print("|---|" + "---|" * len(names))
