@@ -235,14 +235,15 @@ def pool_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k
 
 
 def _cv_recall(groups: list[tuple[np.ndarray, np.ndarray, int]], folds: list[list[int]], gold_counts: list[int],
-               ) -> tuple[dict[int, float], dict[int, dict[int, np.ndarray]]]:
+               ) -> tuple[dict[int, float], dict[int, dict[int, tuple[np.ndarray, np.ndarray]]]]:
     """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`,
-    and each question's out-of-fold ranking (its pool's labels, best first) for each number of rounds.
+    and each question's out-of-fold ranking (its pool's labels and scores, best first) for each number
+    of rounds.
 
     ``gold_counts`` are the full gold-set sizes, so gold articles missing from a pool count as misses.
     """
     recalls: dict[int, list[float]] = {n: [] for n in ROUND_GRID}
-    rankings: dict[int, dict[int, np.ndarray]] = {n: {} for n in ROUND_GRID}
+    rankings: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {n: {} for n in ROUND_GRID}
     for held in folds:
         held_set = set(held)
         train = [g for g in groups if g[2] not in held_set]
@@ -257,14 +258,15 @@ def _cv_recall(groups: list[tuple[np.ndarray, np.ndarray, int]], folds: list[lis
             scores = model.booster.predict(matrix, num_iteration=n, num_threads=2)
             for j, g in enumerate(test):
                 part = scores[bounds[j]:bounds[j + 1]]
-                ranked = g[1][np.argsort(-part, kind="stable")]
-                rankings[n][g[2]] = ranked
+                order = np.argsort(-part, kind="stable")
+                ranked = g[1][order]
+                rankings[n][g[2]] = (ranked, part[order])
                 recalls[n].append(float(ranked[:10].sum()) / gold_counts[g[2]])
     return {n: float(np.mean(v)) for n, v in recalls.items()}, rankings
 
 
-def fit_citation_counter(data: TrainingData, parts: list[list[int]], rankings: dict[int, np.ndarray]
-                         ) -> CitationCounter:
+def fit_citation_counter(data: TrainingData, parts: list[list[int]],
+                         rankings: dict[int, tuple[np.ndarray, np.ndarray]]) -> CitationCounter:
     """The citation counter on the whole split, its multiplier tuned on out-of-fold counts and rankings."""
     texts = [q.text for q in data.queries]
     counts = [len(g) for g in data.golds]
@@ -275,8 +277,9 @@ def fit_citation_counter(data: TrainingData, parts: list[list[int]], rankings: d
         for i in held:
             expected[i] = fold_counter.expected(texts[i])
     usable = [i for i in range(len(texts)) if i in rankings]
-    return CitationCounter.fit(texts, counts).tuned([expected[i] for i in usable], [rankings[i] for i in usable],
-                                                   [counts[i] for i in usable])
+    return CitationCounter.fit(texts, counts).tuned([expected[i] for i in usable],
+                                                   [rankings[i][0] for i in usable],
+                                                   [rankings[i][1] for i in usable], [counts[i] for i in usable])
 
 
 def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path, *, folds: int = FOLDS,
@@ -387,7 +390,8 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
                "pool_recall": round(pool_recall, 4),
                "mean_pool": round(float(np.mean([len(g[1]) for g in agentic_groups])), 1),
                "law": law_report,
-               "citation_count": {"multiplier": counter.multiplier, "fixed_k": counter.fixed_k}},
+               "citation_count": {"multiplier": counter.multiplier, "cliff": counter.cliff,
+                                  "fixed_k": counter.fixed_k}},
         "timings_s": {**timings, "total": round(time.perf_counter() - started, 1)},
     }
     final.info = info

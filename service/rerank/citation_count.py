@@ -6,9 +6,12 @@ differ a lot: a true/false item cites one article, a case study a dozen.
 
 :class:`CitationCounter` is a Poisson regression from question features (:data:`COUNT_FEATURES`) to
 the number of gold articles. The set returned is the top ``round(multiplier · expected count)`` of
-the ranking (at least 1, at most :data:`MAX_SET`). The multiplier is chosen on rankings the counter
-did not see (cross-fitted in ``lexsearch train``) to maximise the mean set F1: with a ranking that
-finds a third of the gold articles, returning fewer hits than the answer cites scores better.
+the ranking (at least 1, at most :data:`MAX_SET`), optionally cut earlier where the ranking's scores
+fall off a cliff (:func:`~service.retrieval.cut.cliff_cut`: the count says how many citations the
+answer needs, the cliff where the ranker stops being sure). The multiplier, and whether the cliff
+caps the count, are chosen on rankings the counter did not see (cross-fitted in ``lexsearch
+train``) to maximise the mean set F1: with a ranking that finds a third of the gold articles,
+returning fewer hits than the answer cites scores better.
 
 Example::
 
@@ -27,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from service.corpus.citations import extract
+from service.retrieval.cut import cliff_cut
 from service.retrieval.long_query import sentences
 
 COUNT_FEATURES: tuple[str, ...] = ("log_chars", "log_sentences", "question_marks", "options", "article_citations",
@@ -72,16 +76,18 @@ class CitationCounter:
         coef, intercept: the Poisson regression (``log λ = intercept + coef · z``).
         multiplier: set size = ``round(multiplier · λ)``.
         fixed_k: the best fixed set size on the training rankings (for comparison).
+        cliff: whether the score cliff of the ranking caps the set size.
     """
 
     def __init__(self, mean: Sequence[float], scale: Sequence[float], coef: Sequence[float], intercept: float,
-                 multiplier: float = 1.0, fixed_k: int = 3) -> None:
+                 multiplier: float = 1.0, fixed_k: int = 3, cliff: bool = False) -> None:
         self.mean = np.asarray(mean, dtype=np.float64)
         self.scale = np.asarray(scale, dtype=np.float64)
         self.coef = np.asarray(coef, dtype=np.float64)
         self.intercept = float(intercept)
         self.multiplier = float(multiplier)
         self.fixed_k = int(fixed_k)
+        self.cliff = bool(cliff)
         if not len(self.mean) == len(self.scale) == len(self.coef) == len(COUNT_FEATURES):
             raise ValueError(f"a citation counter needs {len(COUNT_FEATURES)} coefficients")
 
@@ -107,35 +113,49 @@ class CitationCounter:
         z = (question_features(text) - self.mean) / self.scale
         return float(math.exp(min(30.0, self.intercept + float(self.coef @ z))))
 
-    def set_size(self, text: str, *, most: int = MAX_SET) -> int:
-        """How many hits to return: ``round(multiplier · expected)``, within ``[1, most]``."""
-        return max(1, min(most, round(self.multiplier * self.expected(text))))
+    def set_size(self, text: str, scores: Sequence[float] = (), *, most: int = MAX_SET) -> int:
+        """How many hits to return: ``round(multiplier · expected)`` within ``[1, most]``, cut at the
+        first cliff of the ranking's ``scores`` (best first) when :attr:`cliff` is set."""
+        return _size(self.multiplier * self.expected(text), scores if self.cliff else (), most)
 
-    def tuned(self, expected: Sequence[float], rankings: Sequence[Sequence[float]], gold: Sequence[int]
-              ) -> CitationCounter:
-        """A copy with the multiplier and fixed size that maximise the mean set F1 on held-out rankings.
+    def tuned(self, expected: Sequence[float], rankings: Sequence[Sequence[float]],
+              scores: Sequence[Sequence[float]], gold: Sequence[int]) -> CitationCounter:
+        """A copy with the multiplier, the cliff switch and the fixed size that maximise the mean set F1
+        on held-out rankings.
 
         Args:
             expected: each question's expected count from a counter that did not see it.
             rankings: each question's relevance labels in ranked order, from a ranker that did not see it.
+            scores: the ranker's scores in the same order.
             gold: each question's number of gold articles.
         """
         def mean_f1(sizes: Sequence[int]) -> float:
             return float(np.mean([set_f1(r, s, g) for r, s, g in zip(rankings, sizes, gold, strict=True)]))
 
-        multiplier = max(MULTIPLIERS, key=lambda m: (mean_f1([max(1, min(MAX_SET, round(m * e)))
-                                                               for e in expected]), -abs(m - 1.0)))
+        def count_f1(m: float, cliff: bool) -> float:
+            return mean_f1([_size(m * e, s if cliff else (), MAX_SET) for e, s in zip(expected, scores, strict=True)])
+
+        multiplier, cliff = max(((m, c) for c in (False, True) for m in MULTIPLIERS),
+                                key=lambda mc: (count_f1(*mc), -abs(mc[0] - 1.0), not mc[1]))
         fixed_k = max(range(1, MAX_SET + 1), key=lambda k: (mean_f1([k] * len(gold)), -k))
-        return CitationCounter(self.mean, self.scale, self.coef, self.intercept, multiplier, fixed_k)
+        return CitationCounter(self.mean, self.scale, self.coef, self.intercept, multiplier, fixed_k, cliff)
 
     def to_json(self) -> dict[str, Any]:
         return {"features": list(COUNT_FEATURES), "mean": self.mean.tolist(), "scale": self.scale.tolist(),
                 "coef": self.coef.tolist(), "intercept": self.intercept, "multiplier": self.multiplier,
-                "fixed_k": self.fixed_k}
+                "fixed_k": self.fixed_k, "cliff": self.cliff}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CitationCounter:
         if list(data.get("features", [])) != list(COUNT_FEATURES):
             raise ValueError(f"citation counter features {data.get('features')} differ from {list(COUNT_FEATURES)}")
         return cls(data["mean"], data["scale"], data["coef"], data["intercept"], data["multiplier"],
-                   data["fixed_k"])
+                   data["fixed_k"], bool(data.get("cliff", False)))
+
+
+def _size(count: float, scores: Sequence[float], most: int) -> int:
+    """``round(count)`` within ``[1, most]``, no larger than the score cliff of ``scores`` (if given)."""
+    size = max(1, min(most, round(count)))
+    if len(scores) > 1:
+        size = min(size, cliff_cut(list(scores)[:50], max_k=most).returned)
+    return size

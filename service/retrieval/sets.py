@@ -6,7 +6,8 @@ ways of choosing the set, each a :class:`SetChoice` with a name:
 - ``top<K>``: a fixed top K (``top10``);
 - ``cliff``: where the scores fall off a cliff (:func:`service.retrieval.cut.cliff_cut`);
 - ``count``: the number of citations predicted for the question
-  (:class:`service.rerank.citation_count.CitationCounter`, learned from training questions);
+  (:class:`service.rerank.citation_count.CitationCounter`, learned from training questions; cut
+  earlier at a score cliff when that was better on the training questions);
 - ``fixed``: the fixed size that was best on the training questions (the counter's ``fixed_k``).
 
 ``lexsearch eval`` reports set precision, recall and F1 for every choice and pipeline.
@@ -35,8 +36,8 @@ class Counter(Protocol):
 
     fixed_k: int
 
-    def set_size(self, text: str) -> int:
-        """How many hits to return for the question ``text``."""
+    def set_size(self, text: str, scores: Sequence[float] = ()) -> int:
+        """How many hits to return for the question ``text`` whose ranking has ``scores``."""
 
 
 class SetChoice(Protocol):
@@ -82,7 +83,7 @@ class CountSet:
     name: str = "count"
 
     def size(self, question: str, hits: Sequence[Hit]) -> int:
-        return min(self.counter.set_size(question), len(hits))
+        return min(self.counter.set_size(question, [h.score for h in hits]), len(hits))
 
 
 def parse_set_choices(spec: str, *, counter: Counter | None = None, cliff: CliffSet | None = None

@@ -34,10 +34,25 @@ def test_fit_predicts_more_citations_for_case_studies_and_tunes_the_multiplier()
     assert counter.expected(TRUE_FALSE) < 2 < 4 < counter.expected(CASE)
     # Rankings that find one article at the top: returning one hit scores best for every question.
     rankings = [np.asarray([1.0] + [0.0] * 9)] * 12
-    tuned = counter.tuned([counter.expected(t) for t in texts], rankings, counts)
-    assert tuned.fixed_k == 1 and tuned.set_size(TRUE_FALSE) == 1
+    flat = [np.linspace(1.0, 0.9, 10)] * 12
+    tuned = counter.tuned([counter.expected(t) for t in texts], rankings, flat, counts)
+    assert tuned.fixed_k == 1 and tuned.set_size(TRUE_FALSE) == 1 and not tuned.cliff
     again = CitationCounter.from_json(tuned.to_json())
     assert again.multiplier == tuned.multiplier and again.set_size(CASE) == tuned.set_size(CASE)
+
+
+def test_the_score_cliff_caps_the_count_when_that_scores_better() -> None:
+    texts = [CASE] * 8
+    counts = [4] * 8
+    counter = CitationCounter.fit([TRUE_FALSE, *texts], [1, *counts])
+    # Half the questions have one good hit then a cliff, the other half four good hits in a flat run.
+    cliffed = (np.asarray([1.0] + [0.0] * 9), np.asarray([9.0] + [1.0] * 9 + [0.0]))
+    flat = (np.asarray([1.0] * 4 + [0.0] * 6), np.asarray([5.0, 4.9, 4.8, 4.7] + [0.1] * 6))
+    rankings = [cliffed, flat] * 4
+    tuned = counter.tuned([4.0] * 8, [r for r, _ in rankings], [s for _, s in rankings], counts)
+    assert tuned.cliff and tuned.multiplier == 1.0
+    assert tuned.set_size(CASE, cliffed[1]) == 1 and tuned.set_size(CASE, flat[1]) == 4
+    assert tuned.set_size(CASE) == round(tuned.expected(CASE))  # no scores: the count alone
 
 
 def test_bad_input_is_refused() -> None:

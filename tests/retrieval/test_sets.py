@@ -16,7 +16,8 @@ HITS = [Hit(doc_id=str(i), score=s) for i, s in enumerate([9.0, 8.8, 4.0, 3.9, 3
 class _Counter:
     fixed_k = 2
 
-    def set_size(self, text: str) -> int:
+    def set_size(self, text: str, scores: list[float] = ()) -> int:
+        assert len(scores) == len(HITS)  # the count may be cut at the ranking's score cliff
         return 1 if "richtig" in text else 12
 
 
