@@ -17,11 +17,13 @@ Example::
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from service.corpus.citations import article_of
 from service.corpus.model import LegalDoc
+from service.corpus.views import headings
 
 BLOCK_SIZE = 40
 """Articles per block: consecutive articles of one law that form a coarse "section" label."""
@@ -39,6 +41,8 @@ class ArticleInfo:
         law_size: how many articles that law has in the corpus.
         number: the leading article number (``573`` for ``§ 573b``), 0 when none.
         length: characters of the text.
+        heading: the headings above the article's own one (``meta.heading_path`` without the
+            article's title), joined; '' when the corpus has none.
     """
 
     law: str
@@ -46,6 +50,7 @@ class ArticleInfo:
     law_size: int
     number: int
     length: int
+    heading: str = ""
 
     @property
     def block(self) -> str:
@@ -79,11 +84,17 @@ class CorpusGraph:
         """
         rows: list[tuple[str, str, tuple[int, str], int, tuple[str, ...]]] = []
         by_key: dict[str, list[str]] = {}
+        section: dict[str, str] = {}
         for doc in docs:
             citation = article_of(doc.citation, law=doc.law, lang=doc.lang)
             law = doc.law or (citation.law if citation else "")
             order = _sort_key(citation.article) if citation else (10**9, doc.id)
             rows.append((doc.id, law, order, len(doc.text), doc.cites))
+            path = headings(doc)
+            if path and path[-1] == doc.title:
+                path = path[:-1]
+            if path:
+                section[doc.id] = sys.intern(" / ".join(path))
             if citation is not None:
                 by_key.setdefault(citation.key, []).append(doc.id)
         groups: dict[str, list[tuple[tuple[int, str], str]]] = {}
@@ -102,7 +113,7 @@ class CorpusGraph:
         for doc_id, law, order, length, keys in rows:
             number = order[0] if order[0] < 10**9 else 0
             info[doc_id] = ArticleInfo(law=law, position=position[doc_id], law_size=len(by_law[law]),
-                                       number=number, length=length)
+                                       number=number, length=length, heading=section.get(doc_id, ""))
             targets = tuple(dict.fromkeys(t for key in keys for t in by_key.get(key, ()) if t != doc_id))
             if targets:
                 cites[doc_id] = targets
