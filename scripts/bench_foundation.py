@@ -53,7 +53,8 @@ def quality(args: argparse.Namespace) -> None:
 
 
 def _index_once(settings, docs, language: str, cache_dir: Path, root: Path) -> tuple[float, int]:
-    embedder = CachedEmbedder(build_embedder(settings).inner, cache_dir, batch_size=settings.embedder.batch_size)
+    embedder = CachedEmbedder(build_embedder(settings, language).inner, cache_dir,
+                              batch_size=settings.embedder.batch_size)
     start = time.perf_counter()
     rebuild_embedded(root, "bench", embedder, docs, language=language,
                      hnsw_min_docs=settings.backend.hnsw_min_docs)
@@ -85,7 +86,7 @@ def speed(args: argparse.Namespace) -> None:
         queries, qrels = dataset.queries(args.split), dataset.qrels(args.split)
         p50s, p95s = [], []
         runtime.pipeline("hybrid").run  # noqa: B018 - build the pipeline before timing
-        runtime.embedder.embed_queries(["warm-up"])
+        runtime.retrieval("bench").embedder.embed_queries(["warm-up"])
         for i in range(args.runs):
             runtime.forget_query_caches()
             result, _ = evaluate(runtime.pipeline("hybrid"), queries, qrels, index="bench", k=100,

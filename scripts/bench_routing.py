@@ -129,7 +129,8 @@ def bench_dataset(runtime: Runtime, label: str, folder: str, *, fit_limit: int, 
     dataset = Dataset(folder)
     index = ensure_dataset_index(runtime, dataset)
     cal_dataset, cal_models = calibration_setup(runtime, label, folder)
-    cal_runtime = Runtime(runtime.settings.replace(index={"model_dir": cal_models}), embedder=runtime.embedder)
+    cal_runtime = Runtime(runtime.settings.replace(index={"model_dir": cal_models}),
+                          embedder=runtime.index_embedder(index))
     print(f"\n## {label}: calibrating on {CAL_HOLD} ({fit_limit or 'all'} queries) ...", file=sys.stderr, flush=True)
     started = time.perf_counter()
     serving = runtime if runtime.settings.index.model_dir else None
@@ -257,7 +258,7 @@ def main() -> int:
     for spec in args.datasets:
         label, _, folder = spec.partition("=")
         settings = base.settings.replace(index={"model_dir": models.get(label, "")})
-        runtime = Runtime(settings, embedder=base.embedder)
+        runtime = Runtime(settings, backend=base.backend)
         result = bench_dataset(runtime, label, folder, fit_limit=args.fit_limit, dev_limit=args.dev_limit,
                                recall_target=args.recall_target, latency_budget=args.latency_budget)
         report["datasets"][label] = result

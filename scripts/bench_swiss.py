@@ -18,8 +18,8 @@ held-out folds.
 
 Variants of the question processing (first-stage pipelines only; trained pipelines use
 ``processed``): ``processed`` (long questions read as passages and question proper),
-``truncated`` (the question cut to 8,000 characters, as before, and searched as one text) and
-``whole`` (the whole question as one text).
+``truncated`` (the question cut to its first 8,000 characters, the old limit, and searched as one
+text) and ``whole`` (the whole question as one text).
 
 Writes ``OUT/results.json`` (every figure) and ``OUT/runs/cv<f>.<variant>.<pipeline>.run`` (TREC run
 files), and prints the tables of docs/BENCHMARKS.md.
@@ -33,6 +33,7 @@ import os
 import sys
 import time
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ from service.corpus.datasets import Dataset
 from service.corpus.model import Query
 from service.evaluation import metrics
 from service.evaluation.dataset_index import ensure_dataset_index
-from service.evaluation.harness import evaluate
+from service.evaluation.harness import QueryScore, evaluate, summarise
 from service.evaluation.runs import write_run
 from service.models import load_models
 from service.pipelines.base import SearchResponse
@@ -52,46 +53,26 @@ from service.routing.router import RoutingParams
 from service.training import train_models
 
 VARIANTS = {
-    "processed": {"long_query_chars": 500, "max_query_chars": 60_000},
-    "truncated": {"long_query_chars": 0, "max_query_chars": 8_000},
-    "whole": {"long_query_chars": 0, "max_query_chars": 60_000},
+    "processed": {"long_query_chars": 500, "cut": 0},
+    "truncated": {"long_query_chars": 0, "cut": 8_000},
+    "whole": {"long_query_chars": 0, "cut": 0},
 }
 FIRST_STAGE = ("bm25", "dense", "hybrid")
 QUESTION_LANGUAGES = ("de", "en", "fr", "it")
 
 
 def runtime_for(variant: str, model_dir: str = "") -> Runtime:
-    v = VARIANTS[variant]
-    settings = load_settings(overrides={"retrieval": {"long_query_chars": v["long_query_chars"],
-                                                      "max_query_chars": 60_000},
+    settings = load_settings(overrides={"retrieval": {"long_query_chars": VARIANTS[variant]["long_query_chars"]},
                                         "index": {"model_dir": model_dir}})
     return Runtime(settings)
 
 
-def with_language(queries: list[Query]) -> list[Query]:
-    """The questions with their detected language (the split file does not record it)."""
-    from dataclasses import replace
-
-    return [replace(q, lang=detect_language(q.text, candidates=QUESTION_LANGUAGES, default="de")) for q in queries]
-
-
-def pooled(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Means over questions of the per-query rows of several folds."""
-    if not rows:
-        return {}
-    out: dict[str, Any] = {"queries": len(rows)}
-    for key in ("recall@10", "recall@100", "mrr@10"):
-        out[key] = round(metrics.mean(r[key] for r in rows), 4)
-    for key in ("latency_ms", "cpu_ms"):
-        values = [r[key] for r in rows]
-        out[key] = {"p50": round(metrics.percentile(values, 50), 1), "p95": round(metrics.percentile(values, 95), 1)}
-    names = list(dict.fromkeys(n for r in rows for n in r["sets"]))
-    out["sets"] = {n: {"precision": round(metrics.mean(r["sets"][n][0] for r in rows if n in r["sets"]), 4),
-                       "recall": round(metrics.mean(r["sets"][n][1] for r in rows if n in r["sets"]), 4),
-                       "f1": round(metrics.mean(r["sets"][n][2] for r in rows if n in r["sets"]), 4),
-                       "size": round(metrics.mean(r["sets"][n][3] for r in rows if n in r["sets"]), 2)}
-                   for n in names}
-    return out
+def questions_for(variant: str, queries: list[Query]) -> list[Query]:
+    """The questions as the variant searches them, with their language detected (the split file does
+    not record it; the ``truncated`` variant cuts the text, the others keep it whole)."""
+    cut = VARIANTS[variant]["cut"]
+    return [replace(q, text=q.text[:cut] if cut else q.text,
+                    lang=detect_language(q.text, candidates=QUESTION_LANGUAGES, default="de")) for q in queries]
 
 
 class LawScorer:
@@ -141,8 +122,7 @@ def main(argv: list[str]) -> int:
     base = runtime_for("processed")
     index = ensure_dataset_index(base, dataset)
     docs_law: dict[str, str] = {}
-    rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    language_of: dict[str, str] = {}
+    rows: dict[str, list[QueryScore]] = defaultdict(list)
     law_scorers: list[LawScorer] = []
     training: dict[str, Any] = {}
     for f in folds:
@@ -156,8 +136,7 @@ def main(argv: list[str]) -> int:
         elif trained:
             training[f"cv{f}"] = {k: v for k, v in json.loads((model_dir / "manifest.json").read_text()).items()
                                   if k in ("cv", "timings_s", "questions")}
-        queries = with_language(dataset.queries(f"cv{f}"))
-        language_of.update({q.qid: q.lang for q in queries})
+        queries = dataset.queries(f"cv{f}")
         qrels = dataset.qrels(f"cv{f}")
         gold_ids = sorted({d for ids in qrels.values() for d in ids} - set(docs_law))
         docs_law.update({d: doc.law for d, doc in base.backend.fetch(index, gold_ids).items()})
@@ -178,12 +157,10 @@ def main(argv: list[str]) -> int:
                     scorer = LawScorer({qid: {docs_law[d] for d in ids if d in docs_law} for qid, ids in qrels.items()})
                     law_scorers.append(scorer)
                 print(f"fold {f}: {variant} {name} on {len(queries)} questions", flush=True)
-                result, run = evaluate(runtime.pipeline(name), queries, qrels, index=index, k=100,
-                                       max_query_chars=VARIANTS[variant]["max_query_chars"], label=name,
-                                       set_choices=choices, on_response=scorer)
+                result, run = evaluate(runtime.pipeline(name), questions_for(variant, queries), qrels, index=index,
+                                       k=100, label=name, set_choices=choices, on_response=scorer)
                 write_run(out / "runs" / f"cv{f}.{variant}.{name}.run", run, tag=f"{variant}-{name}")
-                for row in result.per_query:
-                    rows[f"{variant}/{name}"].append({**row, "fold": f})
+                rows[f"{variant}/{name}"].extend(result.rows)
     load = os.getloadavg()
     results: dict[str, Any] = {
         "started": started, "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -191,11 +168,11 @@ def main(argv: list[str]) -> int:
         "training": training, "runs": {}, "law_prediction": {},
     }
     for key, values in rows.items():
-        entry = {"all": pooled(values)}
+        entry = {"all": summarise(values)}
         for lang in QUESTION_LANGUAGES:
-            part = [r for r in values if language_of.get(r["qid"]) == lang]
+            part = [r for r in values if r.lang == lang]
             if part:
-                entry[lang] = pooled(part)
+                entry[lang] = summarise(part)
         results["runs"][key] = entry
     merged = LawScorer({})
     for scorer in law_scorers:

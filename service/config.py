@@ -115,20 +115,94 @@ class EngineSettings:
         return out
 
 
+_KINDS_WITHOUT_MODEL = ("use", "e5")
+
+
+def parse_embedder_spec(spec: str) -> dict[str, Any]:
+    """The embedder fields that a short spec ``kind[:model][@max_tokens]`` stands for.
+
+    ``kind`` is a name of :data:`service.plugins.EMBEDDERS`; the part after ``:`` is the onnx model
+    (or a jar path), the sentence-transformers folder, or the openai model; ``@N`` sets ``max_tokens``.
+
+    Raises:
+        ValueError: for an unknown kind, a missing or unexpected model, or a bad ``@N``.
+
+    Example::
+
+        parse_embedder_spec("onnx:bge-small-zh-v15-q@256")
+        # {'kind': 'onnx', 'model': 'bge-small-zh-v15-q', 'model_path': '', 'max_tokens': 256}
+    """
+    body, at, tokens = spec.strip().rpartition("@") if "@" in spec else (spec.strip(), "", "")
+    kind, _, model = body.partition(":")
+    kind, model = kind.strip(), model.strip()
+    if kind not in EMBEDDERS:
+        raise ValueError(f"unknown embedder {kind!r} in {spec!r} (use {', '.join(EMBEDDERS.names())})")
+    if kind in _KINDS_WITHOUT_MODEL and model:
+        raise ValueError(f"embedder {kind} takes no model, got {spec!r}")
+    if kind not in _KINDS_WITHOUT_MODEL and not model:
+        raise ValueError(f"embedder {kind} needs a model: {kind}:<model>, got {spec!r}")
+    if at and not (tokens.isdigit() and kind == "onnx"):
+        raise ValueError(f"@<tokens> must be a whole number and is only for onnx models, got {spec!r}")
+    fields: dict[str, Any] = {"kind": kind, "model": "", "model_path": "", "max_tokens": int(tokens or 0)}
+    if kind == "sentence-transformers" or (kind == "onnx" and model.endswith(".jar")):
+        fields["model_path"] = model
+    else:
+        fields["model"] = model
+    return fields
+
+
 @dataclass(frozen=True)
 class EmbedderSettings:
-    """Which embedding model turns text into vectors."""
+    """Which embedding model turns text into vectors: one per corpus language (docs/EMBEDDERS.md).
+
+    The fields other than ``per_language`` describe the default embedder, which serves corpora of
+    other languages and corpora of several languages (one vector space per index), so it should be
+    multilingual.
+    """
 
     kind: str = "use"
     """A name of :data:`service.plugins.EMBEDDERS`: use (multilingual USE v3), e5 (multilingual-e5-small),
-    sentence-transformers, openai."""
+    onnx (a langchain4j jar), sentence-transformers, openai."""
     model_path: str = ""
+    """sentence-transformers: the model folder; onnx: a jar file ('' = find ``model`` in the Maven repository)."""
     url: str = ""
     api_key: str = ""
     model: str = ""
+    """openai: the model name; onnx: the jar's model, e.g. bge-small-zh-v15-q (docs/EMBEDDERS.md)."""
+    max_tokens: int = 0
+    """onnx: longest input in tokens; longer texts are cut (0 = the model's limit, 512 for BGE and e5)."""
+    maven_repo: str = ""
+    """onnx: the local Maven repository holding the jars ('' = $M2_REPO or ~/.m2/repository)."""
+    per_language: tuple[str, ...] = ("zh=onnx:bge-small-zh-v15-q",)
+    """``lang=spec`` entries: the embedder of a corpus in that one language, as ``kind[:model][@max_tokens]``
+    (:func:`parse_embedder_spec`); url, api_key, maven_repo, threads and the cache come from this section."""
     batch_size: int = 64
     cache_dir: str = "var/embedding-cache"
     threads: int = 2
+
+    def for_language(self, language: str) -> EmbedderSettings:
+        """The settings of the embedder for a corpus in ``language`` (``"zh"``; ``"de,fr,it"`` or ``""``
+        for several or unknown languages, which get the default embedder)."""
+        overrides = self._per_language().get(language.strip(), {})
+        return dataclasses.replace(self, per_language=(), **overrides)
+
+    def choices(self) -> list[tuple[str, EmbedderSettings]]:
+        """Every configured embedder: ``("default", ...)`` first, then one per language entry."""
+        return [("default", self.for_language("")),
+                *((lang, self.for_language(lang)) for lang in self._per_language())]
+
+    def _per_language(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for entry in self.per_language:
+            lang, sep, spec = entry.partition("=")
+            if not sep or not lang.strip() or "," in lang:
+                raise ValueError(f"embedder.per_language entry {entry!r} must look like lang=spec, "
+                                 "e.g. zh=onnx:bge-small-zh-v15-q")
+            try:
+                out[lang.strip()] = parse_embedder_spec(spec)
+            except ValueError as exc:
+                raise ValueError(f"embedder.per_language {entry!r}: {exc}") from None
+        return out
 
     def problems(self) -> list[str]:
         out = []
@@ -138,8 +212,22 @@ class EmbedderSettings:
             out.append("embedder.model_path is required for embedder.kind=sentence-transformers")
         if self.kind == "openai" and not (self.url and self.model):
             out.append("embedder.url and embedder.model are required for embedder.kind=openai")
+        if self.kind == "onnx" and not (self.model or self.model_path):
+            out.append("embedder.model (e.g. bge-small-zh-v15-q) or embedder.model_path (a jar) is required "
+                       "for embedder.kind=onnx")
+        if self.max_tokens < 0:
+            out.append("embedder.max_tokens must be >= 0")
         if self.batch_size < 1:
             out.append("embedder.batch_size must be at least 1")
+        if self.threads < 1:
+            out.append("embedder.threads must be at least 1")
+        try:
+            languages = self._per_language()
+        except ValueError as exc:
+            return [*out, str(exc)]
+        for lang in languages:
+            out.extend(f"{problem} (embedder.per_language {lang})"
+                       for problem in self.for_language(lang).problems())
         return out
 
 
@@ -182,13 +270,17 @@ class RetrievalSettings:
     fusion: str = "linear"
     """linear (default: per-query z-scored scores, weighted sum) or rrf."""
     rrf_k: int = 60
-    bm25_weight: float = 0.5
-    knn_weight: float = 0.5
+    bm25_weight: float | None = None
+    knn_weight: float | None = None
+    """Fixed fusion weights (set both); unset, each index uses the weights that ``lexsearch train`` fitted
+    (with ``index.model_dir``) or else those chosen without labels when it was built (docs/FUSION.md)."""
     normalization: str = "zscore"
     """For linear fusion: minmax or zscore."""
     depth: int = 100
     """How many hits each retriever returns before fusion."""
-    max_query_chars: int = 8000
+    max_query_chars: int = 50_000
+    """Longer questions are refused (``query_too_long``) by the CLI, the API and jobs, never cut.
+    Exam questions and case files put the facts first and the question last, up to ~26,000 characters."""
     long_query_chars: int = 500
     """Longer questions are read as passages plus the question proper (service/retrieval/long_query.py);
     0 = never."""
@@ -201,10 +293,15 @@ class RetrievalSettings:
             out.append(f"retrieval.normalization must be minmax or zscore, not {self.normalization!r}")
         if self.rrf_k < 1:
             out.append("retrieval.rrf_k must be >= 1")
-        if self.bm25_weight < 0 or self.knn_weight < 0:
-            out.append("retrieval weights must be >= 0")
+        if (self.bm25_weight is None) != (self.knn_weight is None):
+            out.append("retrieval.bm25_weight and retrieval.knn_weight must be set together (or neither)")
+        elif self.bm25_weight is not None and self.knn_weight is not None and (
+                self.bm25_weight < 0 or self.knn_weight < 0 or self.bm25_weight + self.knn_weight <= 0):
+            out.append("retrieval weights must be >= 0 and not both 0")
         if self.depth < 1:
             out.append("retrieval.depth must be >= 1")
+        if self.max_query_chars < 1:
+            out.append("retrieval.max_query_chars must be >= 1")
         if self.long_query_chars < 0:
             out.append("retrieval.long_query_chars must be >= 0 (0 = never)")
         return out

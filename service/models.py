@@ -51,6 +51,7 @@ from service.rerank.citation_count import CitationCounter
 from service.rerank.features import FEATURE_NAMES
 from service.rerank.learned import LearnedReranker
 from service.rerank.priors import ArticlePrior, QuestionMemory
+from service.retrieval.weights import FUSION_KEY, FusionWeights
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,7 @@ class TrainedModels:
     Attributes:
         language: the training questions' language ('' = mixed; detect per question).
         embedder: name of the embedder the vector-based parts were trained with.
+        fusion: the hybrid fusion weights fitted on the training questions (manifest entry ``fusion``).
         info: the rest of the manifest (dataset, split, sizes, cross-validation scores).
     """
 
@@ -94,6 +96,7 @@ class TrainedModels:
     citation_counter: CitationCounter | None = None
     reranker_agentic: LearnedReranker | None = None
     reranker_hybrid: LearnedReranker | None = None
+    fusion: FusionWeights | None = None
     info: dict[str, Any] = field(default_factory=dict)
     path: str = ""
 
@@ -147,6 +150,7 @@ class TrainedModels:
             "embedder": self.embedder,
             "feature_names": list(FEATURE_NAMES),
             "components": written,
+            **({FUSION_KEY: self.fusion.to_dict()} if self.fusion is not None else {}),
             **(info if info is not None else self.info),
         }
         (folder / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
@@ -225,9 +229,20 @@ def read_models(path: str | Path, *, compile_trees: bool = True) -> TrainedModel
             setattr(models, name, _read_component(name, folder / filename, feature_names, compile_trees))
         except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
             raise ConfigError(f"{folder}: cannot read {filename} ({type(exc).__name__}: {exc}); retrain") from None
+    models.fusion = FusionWeights.from_entry(manifest.get(FUSION_KEY), "model")
     models.info = {k: v for k, v in manifest.items()
-                   if k not in ("components", "feature_names", "format_version", "language", "embedder")}
+                   if k not in ("components", "feature_names", "format_version", "language", "embedder", FUSION_KEY)}
     return models
+
+
+def read_trained_fusion(model_dir: str | Path) -> FusionWeights | None:
+    """The fusion weights of a model folder from its manifest alone (the hybrid pipeline needs nothing
+    else of it); ``None`` when the folder or its weights are missing."""
+    try:
+        manifest = json.loads((Path(model_dir) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    return FusionWeights.from_entry(manifest.get(FUSION_KEY), "model") if isinstance(manifest, dict) else None
 
 
 _CACHE: dict[tuple[str, bool], tuple[float, TrainedModels]] = {}

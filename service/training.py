@@ -2,8 +2,8 @@
 
 What is learned, all from the split's questions and their gold articles:
 
-1. the law/section classifier, the question memory, the article prior, the term mapping and the
-   query adapter (fast, closed-form or convex fits);
+1. the hybrid fusion weights (:func:`fit_fusion_weights`), the law/section classifier, the question
+   memory, the article prior, the term mapping and the query adapter (fast, closed-form or convex fits);
 2. the planner policy: which agents bring gold articles the pool lacked, for which questions;
 3. the learned rerankers (LightGBM lambdarank) over agentic pools and over hybrid pools.
 
@@ -47,14 +47,14 @@ from service.errors import DataError
 from service.evaluation.dataset_index import ensure_dataset_index
 from service.models import TrainedModels, read_models
 from service.pipelines.agentic import AgenticPipeline, AgenticState
-from service.pipelines.base import SearchRequest
+from service.pipelines.base import Probe, SearchRequest
 from service.pipelines.build import Runtime
 from service.pipelines.hybrid import HybridPipeline
 from service.pipelines.resources import IndexResources
 from service.rerank.citation_count import CitationCounter
-from service.rerank.features import FEATURE_NAMES, pool_features
+from service.rerank.features import FEATURE_NAMES
 from service.rerank.learned import LearnedReranker
-from service.tracing import Stopwatch
+from service.retrieval.weights import FusionFit, fit_weights, with_trained
 
 log = logging.getLogger(__name__)
 
@@ -111,15 +111,32 @@ def prepare(runtime: Runtime, dataset: Dataset, split: str, index: str, graph: C
         raise DataError(f"{dataset.path}: split {split!r} has no question with a gold article in the index")
     language = dataset.language if dataset.language and "," not in dataset.language else ""
     tokens = [analyzer_for(q.lang or language or detect_language(q.text)).tokens(q.text) for q in queries]
-    # Embedded as the probe embeds them at search time (long questions: passages and question combined).
-    hybrid = HybridPipeline(runtime.backend, runtime.embedder, runtime.settings.retrieval)
-    vectors = np.asarray([hybrid.query_vector(q.text) for q in queries], dtype=np.float32)
+    # Embedded as the probe embeds them at search time (long questions: the passage mean).
+    embedder = runtime.index_embedder(index)
+    hybrid = HybridPipeline(runtime.backend, runtime.retrieval, runtime.settings.retrieval)
+    vectors = np.asarray([hybrid.query_vector(q.text, index) for q in queries], dtype=np.float32)
     gold_ids = sorted({d for g in golds for d in g})
     docs = runtime.backend.fetch(index, gold_ids)
     gold_terms = {d: set(analyzer_for(doc.lang or language).tokens(bm25_text(doc))) for d, doc in docs.items()}
-    doc_vectors = runtime.embedder.embed_documents([embedding_text(docs[d]) for d in gold_ids if d in docs])
+    doc_vectors = embedder.embed_documents([embedding_text(docs[d]) for d in gold_ids if d in docs])
     gold_vectors = {d: v for d, v in zip([d for d in gold_ids if d in docs], doc_vectors, strict=True)}
     return TrainingData(queries, golds, tokens, vectors, gold_terms, gold_vectors, language)
+
+
+def fit_fusion_weights(runtime: Runtime, data: TrainingData, index: str) -> FusionFit:
+    """The BM25/kNN fusion weights that rank the split's gold best (a step of ``lexsearch train``).
+
+    One weight, fitted on the whole split, also fuses the pools of the cross-fitted folds (one number
+    leaks across folds), so that the rerankers learn from pools fused as the served model fuses them.
+    """
+    cfg = runtime.settings.retrieval
+    hybrid = runtime.pipeline("hybrid")
+    assert isinstance(hybrid, HybridPipeline)
+    # BM25 as the probe runs it (long questions: their weighted key terms), kNN with the probe's vector.
+    lists = [(hybrid.bm25(q.text, index, k=cfg.depth, filters=None, lang=q.lang),
+              runtime.backend.knn(index, vector, k=cfg.depth))
+             for q, vector in zip(data.queries, data.vectors, strict=True)]
+    return fit_weights(lists, data.golds, cfg, method="trained")
 
 
 def fit_parts(data: TrainingData, rows: Sequence[int], graph: CorpusGraph, vocabulary: Vocabulary | None,
@@ -188,14 +205,18 @@ def policy_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str,
     return rows
 
 
-def law_evidence(pipe: AgenticPipeline, data: TrainingData, i: int, index: str, graph: CorpusGraph,
-                 k: int) -> LawEvidence:
-    """The law evidence of training question ``i`` as a search sees it, with ``pipe``'s classifier."""
+def law_evidence(runtime: Runtime, models: TrainedModels, data: TrainingData, i: int, index: str,
+                 graph: CorpusGraph, k: int) -> LawEvidence:
+    """The law evidence of training question ``i`` as a search sees it, with ``models``' classifier and
+    fusion weights."""
     query = data.queries[i]
-    probe = pipe.hybrid.probe(query.text, index, k=k, filters=None, lang=query.lang, watch=Stopwatch())
-    ranked = [graph.law_of(h.doc_id) for h in pipe.hybrid.fuse(probe)]
-    models = pipe.models()
-    clf = models.law_classifier if models is not None else None
+    hybrid = runtime.pipeline("hybrid")
+    assert isinstance(hybrid, HybridPipeline)
+    bm25 = hybrid.bm25(query.text, index, k=k, filters=None, lang=query.lang)
+    knn = runtime.backend.knn(index, data.vectors[i], k=k)
+    weights = with_trained(runtime.retrieval(index).weights, models.fusion, runtime.settings.retrieval)
+    ranked = [graph.law_of(h.doc_id) for h in hybrid.fuse(Probe(bm25, knn, data.vectors[i], weights))]
+    clf = models.law_classifier
     laws = clf.law_probabilities(data.tokens[i], data.vectors[i]) if clf is not None else []
     return LawEvidence.gather(query.text, laws, ranked, graph.laws())
 
@@ -225,12 +246,10 @@ def pool_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k
         if not agents:
             break
         state = pipe.merge(state, [pipe.rewrite(state, a) for a in agents])
-    resources = IndexResources.get(pipe.runtime.backend, index, pipe.models())
     # Every candidate, as at query time: dropping "uninteresting" ones would teach the trees that a
     # deep first-retrieval rank means "found by something else", which is often relevant.
-    hits = list(state.pool.values())
-    features = pool_features(hits, pipe.feature_context(state, resources, pipe.models()))
-    labels = np.asarray([1.0 if h.doc_id in gold else 0.0 for h in hits], dtype=np.float32)
+    features = pipe.pool_features(state)
+    labels = np.asarray([1.0 if h.doc_id in gold else 0.0 for h in state.pool.values()], dtype=np.float32)
     return features, labels
 
 
@@ -304,10 +323,14 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     _say(progress, f"reading {split} and embedding its questions")
     data = prepare(runtime, dataset, split, index, graph)
     t = lap("prepare", t)
+    fusion = fit_fusion_weights(runtime, data, index)
+    _say(progress, f"fusion weights: bm25 {fusion.bm25:.2f}, knn {1 - fusion.bm25:.2f} "
+                   f"(Recall@10 {fusion.curve[fusion.bm25][0]:.4f} on the split)")
+    t = lap("fusion", t)
     _say(progress, "building the corpus vocabulary")
     vocabulary = Vocabulary.build(runtime.backend.scan(index), default_lang=data.language)
     t = lap("vocabulary", t)
-    embedder = runtime.embedder.name
+    embedder = runtime.index_embedder(index).name
     parts = folds_of(len(data.queries), folds)
     k = max(100, runtime.settings.retrieval.depth)
     fold_models = []
@@ -315,15 +338,15 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
         _say(progress, f"fold {f + 1}/{folds}: fitting the question-level parts")
         rest = [i for g, p in enumerate(parts) if g != f for i in p]
         fold_models.append(fit_parts(data, rest, graph, vocabulary, embedder))
+        fold_models[-1].fusion = fusion.weights("model")
     t = lap("fold_parts", t)
 
     # The law mixer, from classifier probabilities that did not see the question.
     _say(progress, "fitting the law mixer (classifier, retrieval and mention evidence)")
     evidence: list[LawEvidence | None] = [None] * len(data.queries)
     for f, held in enumerate(parts):
-        pipe = AgenticPipeline(runtime, models=fold_models[f])
         for i in held:
-            evidence[i] = law_evidence(pipe, data, i, index, graph, k)
+            evidence[i] = law_evidence(runtime, fold_models[f], data, i, index, graph, k)
     gold_laws = [{graph.law_of(d) for d in g} for g in data.golds]
     mixer = LawMixer.fit([e for e in evidence if e is not None], gold_laws)
     for models in fold_models:
@@ -337,7 +360,7 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     # The planner policy, from every agent's gains on cross-fitted pools.
     agent_rows: dict[str, tuple[list[np.ndarray], list[int]]] = {}
     for f, held in enumerate(parts):
-        pipe = AgenticPipeline(runtime, models=fold_models[f])
+        pipe = AgenticPipeline.from_runtime(runtime, models=fold_models[f])
         for i in tqdm(held, desc=f"policy fold {f + 1}", disable=not show_bars, leave=False):
             for agent, (x, gain) in policy_rows(pipe, data.queries[i], data.golds[i], index, k).items():
                 xs, ys = agent_rows.setdefault(agent, ([], []))
@@ -354,8 +377,8 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     for f, held in enumerate(parts):
         models = fold_models[f]
         models.planner = policy
-        agentic = AgenticPipeline(runtime, models=models)
-        hybrid = AgenticPipeline(runtime, name="hybrid+rerank", rounds=False, models=models)
+        agentic = AgenticPipeline.from_runtime(runtime, models=models)
+        hybrid = AgenticPipeline.from_runtime(runtime, name="hybrid+rerank", rounds=False, models=models)
         for i in tqdm(held, desc=f"pools fold {f + 1}", disable=not show_bars, leave=False):
             x, y = pool_rows(agentic, data.queries[i], data.golds[i], index, k)
             agentic_groups.append((x, y, i))
@@ -372,6 +395,7 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
 
     _say(progress, "fitting the final models on the whole split")
     final = fit_parts(data, list(range(len(data.queries))), graph, vocabulary, embedder)
+    final.fusion = fusion.weights("model")
     final.planner = policy
     final.law_mixer = mixer
     final.citation_counter = counter
@@ -385,6 +409,7 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     info = {
         "dataset": dataset.name, "data": str(dataset.path), "split": split, "questions": len(data.queries),
         "corpus_documents": len(graph), "index": index, "folds": folds,
+        "fusion_fit": {k: v for k, v in fusion.to_dict().items() if k not in ("bm25", "knn")},
         "cv": {"agentic_recall@10": round(cv_agentic[best_agentic], 4), "agentic_rounds": best_agentic,
                "agentic_by_rounds": {str(n): round(v, 4) for n, v in cv_agentic.items()},
                "pool_recall": round(pool_recall, 4),

@@ -33,7 +33,7 @@ FORMAT_VERSION = 1
 """Version of the engine index layout; stored in the index ``_meta``."""
 
 MAX_CLAUSES = 1000
-"""Term clauses per BM25 query; engines refuse more than 1024 by default."""
+"""Term clauses per BM25 query; engines refuse more than 1024 by default (see :func:`_top_terms`)."""
 
 BM25_FIELD = "bm25"
 VECTOR_FIELD = "vector"
@@ -43,7 +43,9 @@ OTHER_BODY_FIELD = "body_xx"
 HIDDEN_FIELDS: tuple[str, ...] = (BM25_FIELD, "body_*")
 """Indexed but left out of ``_source``, so documents read as the corpus line they came from."""
 KEYWORD_FIELDS: tuple[str, ...] = ("id", "citation", "law", "court", "division", "chamber", "case_type", "lang",
-                                   "kind", "cites")
+                                   "kind", "cites", "versions")
+WORK_FIELD = "work"
+"""The id of the work a document is a version of (only on documents that have versions)."""
 STEMMER_LANGUAGE: dict[str, str] = {"german": "german", "french": "french", "italian": "italian",
                                     "english": "porter2"}
 """PyStemmer (Snowball) algorithm -> ``stemmer`` token-filter language running the same Snowball stemmer."""
@@ -217,6 +219,7 @@ def index_body(engine: Engine, *, dim: int, embedder: str, language: str, kind: 
         "text": {"type": "text", "index": False},
         "date": {"type": "date", "format": "strict_date"},
         "meta": {"type": "object", "enabled": False},
+        WORK_FIELD: {"type": "keyword"},
         VECTOR_FIELD: vector_mapping(engine, dim, hnsw),
         BM25_FIELD: {"type": "text", "analyzer": "whitespace", "similarity": "lexsearch_bm25",
                      "index_options": "freqs"},
@@ -254,13 +257,15 @@ def document_source(doc_dict: Mapping[str, Any], *, lang: str, vector: Sequence[
     """The ``_source`` of one document: the corpus line, its language, vector, BM25 tokens and body text.
 
     Args:
-        doc_dict: ``LegalDoc.to_dict()``.
+        doc_dict: ``LegalDoc.to_dict()``; one with ``versions`` also gets the ``work`` field.
         lang: the resolved language (the document's, the index's, or detected).
         vector: the L2-normalised embedding.
         tokens: ``analyzer_for(lang).tokens(bm25_text(doc))``, indexed into the ``bm25`` field.
         body: the text for the per-language field (jieba-segmented and space-joined for ``zh``).
     """
     source = {k: v for k, v in doc_dict.items() if v is not None}
+    if doc_dict.get("versions"):
+        source[WORK_FIELD] = doc_dict["versions"][0]
     source["lang"] = lang
     source[VECTOR_FIELD] = np.round(np.asarray(vector, dtype=np.float64), VECTOR_DECIMALS).tolist()
     source[BM25_FIELD] = " ".join(tokens)
@@ -311,15 +316,20 @@ def filter_clauses(filters: Filters | None, fields: FieldMap) -> list[dict[str, 
 
 
 def _source_spec(fields: FieldMap) -> bool | list[str]:
-    return False if fields.id == ENGINE_ID else [fields.id]
+    wanted = [f for f in (fields.id if fields.id != ENGINE_ID else "", fields.work) if f]
+    return wanted or False
 
 
 def _top_terms(weights: Mapping[str, float]) -> list[tuple[str, float]]:
+    """The terms of a BM25 query, at most :data:`MAX_CLAUSES`: the heaviest, and among equal weights the
+    ones that appear last (``weights`` is in order of first appearance). Long questions put the facts
+    first and the question last, so a question over the limit loses facts' terms, not its question."""
     positive = [(t, float(w)) for t, w in weights.items() if w > 0 and t]
     if len(positive) <= MAX_CLAUSES:
         return positive
     order = {t: i for i, (t, _) in enumerate(positive)}
-    return sorted(positive, key=lambda tw: (-tw[1], order[tw[0]]))[:MAX_CLAUSES]
+    kept = sorted(positive, key=lambda tw: (-tw[1], -order[tw[0]]))[:MAX_CLAUSES]
+    return sorted(kept, key=lambda tw: order[tw[0]])
 
 
 def bm25_body(weights: Mapping[str, float], *, k: int, filters: Filters | None, fields: FieldMap) -> dict[str, Any]:

@@ -19,22 +19,17 @@ from typing import Any
 
 from service.backends._requests import Engine
 from service.backends.engine.backend import EngineBackend
+from service.backends.engine.client import ProductApi
 from service.backends.engine.errors import Failure, FailureKind, error_parts, short_text
-from service.config import BackendSettings, EngineSettings
 
 
-class ElasticsearchApi:
+class ElasticsearchApi(ProductApi):
     """The :class:`~service.backends.engine.client.EngineApi` of Elasticsearch 8.x, on elasticsearch-py 8.x."""
 
     engine = Engine.ELASTICSEARCH
     kind = "elasticsearch"
     product = "Elasticsearch"
     start_hint = "`scripts/elasticsearch-local start`"
-
-    def __init__(self, connection: BackendSettings, options: EngineSettings) -> None:
-        self.connection = connection
-        self.options = options
-        self.client = self._new_client()
 
     def _new_client(self) -> Any:
         from elasticsearch import Elasticsearch

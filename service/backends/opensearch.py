@@ -18,22 +18,17 @@ from typing import Any
 
 from service.backends._requests import Engine
 from service.backends.engine.backend import EngineBackend
+from service.backends.engine.client import ProductApi
 from service.backends.engine.errors import Failure, FailureKind, error_parts, short_text
-from service.config import BackendSettings, EngineSettings
 
 
-class OpenSearchApi:
+class OpenSearchApi(ProductApi):
     """The :class:`~service.backends.engine.client.EngineApi` of OpenSearch 2.x, on opensearch-py."""
 
     engine = Engine.OPENSEARCH
     kind = "opensearch"
     product = "OpenSearch"
     start_hint = "`scripts/opensearch-local start`"
-
-    def __init__(self, connection: BackendSettings, options: EngineSettings) -> None:
-        self.connection = connection
-        self.options = options
-        self.client = self._new_client()
 
     def _new_client(self) -> Any:
         from opensearchpy import OpenSearch

@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -36,13 +36,19 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from service.commands.common import add_common_options, info, progress_enabled, settings_from_args
+from service.commands.common import (
+    add_common_options,
+    check_output_path,
+    info,
+    progress_enabled,
+    settings_from_args,
+)
 from service.corpus.datasets import Dataset
 from service.corpus.model import Query
 from service.errors import InvalidInput
 from service.evaluation import metrics
 from service.evaluation.dataset_index import ensure_dataset_index
-from service.pipelines.base import SearchRequest
+from service.pipelines.base import SearchRequest, check_query_lengths
 from service.pipelines.build import Runtime
 from service.routing.calibration import ensure_qsi_calibration
 from service.routing.router import CALIBRATION_KEY
@@ -111,10 +117,11 @@ def check_models_not_trained_on(model_dir: str, dataset: Dataset, split: str) ->
 
 
 def collect_fit_data(pipe: Any, queries: Sequence[Query], qrels: dict[str, set[str]], *, index: str,
-                     progress: bool = False) -> FitData:
+                     forget_caches: Callable[[], None], progress: bool = False) -> FitData:
     """Measure, for each query, both complexity parts and every tier's Recall@10, ranking and latency.
 
-    ``pipe`` is the :class:`~service.pipelines.routed.RoutedPipeline`. Each tier's strategy runs as a
+    ``pipe`` is the :class:`~service.pipelines.routed.RoutedPipeline`, ``forget_caches`` its runtime's
+    :meth:`~service.pipelines.build.Runtime.forget_query_caches`. Each tier's strategy runs as a
     served search with that tier forced (probe, strategy and cut; tiers with the same pipeline and
     options run once and share the result), from cold query caches, so no tier reuses what another
     one embedded or predicted. The tiers run in an order that rotates from query to query, as in
@@ -143,14 +150,12 @@ def collect_fit_data(pipe: Any, queries: Sequence[Query], qrels: dict[str, set[s
     rankings: list[list[list[tuple[str, float]]]] = [[] for _ in range(tiers)]
     relevant = []
     params = pipe.params(index)
-    max_chars = pipe.settings.retrieval.max_query_chars
 
     def request_for(query: Query, qid: str = "") -> SearchRequest:
-        return SearchRequest(query=query.text[:max_chars], index=index, k=max(10, params.cut_depth),
-                             lang=query.lang, qid=qid)
+        return SearchRequest(query=query.text, index=index, k=max(10, params.cut_depth), lang=query.lang, qid=qid)
 
     def forced(request: SearchRequest, tier: int) -> tuple[list[tuple[str, float]], float]:
-        pipe.runtime.forget_query_caches()
+        forget_caches()
         begin = time.perf_counter()
         response = pipe.run(replace(request, options={"tier": tier}))
         ms = (time.perf_counter() - begin) * 1000.0
@@ -161,7 +166,7 @@ def collect_fit_data(pipe: Any, queries: Sequence[Query], qrels: dict[str, set[s
             forced(request_for(queries[0]), tier)
     for i, query in enumerate(tqdm(queries, desc="calibrate", unit="q", disable=not progress, leave=False)):
         request = request_for(query, query.qid)
-        pipe.runtime.forget_query_caches()
+        forget_caches()
         probe = pipe.probe(request, params, Stopwatch())
         begin = time.perf_counter()
         report = pipe.assess(request, probe, params, RoutedOptions())
@@ -226,16 +231,19 @@ def calibrate(runtime: Runtime, dataset: Dataset, split: str, *, limit: int = 0,
         queries = queries[:limit]
     if not queries:
         raise InvalidInput(f"split {split!r} of {dataset.path} has no queries")
+    check_query_lengths(queries, runtime.settings.retrieval.max_query_chars)
     index = ensure_dataset_index(runtime, dataset)
     ensure_qsi_calibration(runtime.backend, index, language=dataset.language)
     pipe = runtime.pipeline("routed")
     pipe.forget_params(index)  # type: ignore[attr-defined]
-    data = collect_fit_data(pipe, queries, qrels, index=index, progress=progress)
+    data = collect_fit_data(pipe, queries, qrels, index=index, forget_caches=runtime.forget_query_caches,
+                            progress=progress)
     timed_pipe = pipe
     if latency_runtime is not None:
         timed_pipe = latency_runtime.pipeline("routed")
         timed_pipe.forget_params(index)  # type: ignore[attr-defined]
-        timed = collect_fit_data(timed_pipe, queries, qrels, index=index, progress=progress)
+        timed = collect_fit_data(timed_pipe, queries, qrels, index=index,
+                                 forget_caches=latency_runtime.forget_query_caches, progress=progress)
         data = replace(data, latency_ms=timed.latency_ms, reference_latency_ms=timed.reference_latency_ms)
     routing = search_routing(data, recall_target=recall_target, latency_budget=latency_budget, confidence=confidence)
     cut = search_cut(routed_rankings(data, routing), data.relevant)
@@ -253,12 +261,14 @@ def run(args: argparse.Namespace) -> int:
     check_training_split(args.split)
     settings = settings_from_args(args)
     runtime = Runtime(settings)
+    dataset = Dataset(args.data)
     latency_runtime = None
     if args.latency_model:
         if not Path(args.latency_model, "manifest.json").is_file():
             raise InvalidInput(f"--latency-model {args.latency_model}: no trained models there (manifest.json missing)")
-        latency_runtime = Runtime(settings.replace(index={"model_dir": args.latency_model}), embedder=runtime.embedder)
-    dataset = Dataset(args.data)
+        latency_runtime = Runtime(settings.replace(index={"model_dir": args.latency_model}),
+                                  embedder=runtime.embedder_for(dataset.language))
+    check_output_path(args.json_out, "--json")
     entry = calibrate(runtime, dataset, args.split, limit=args.limit, recall_target=args.recall_target,
                       latency_budget=args.latency_budget, confidence=args.confidence, store=not args.dry_run,
                       progress=progress_enabled(), latency_runtime=latency_runtime)

@@ -6,7 +6,13 @@ import argparse
 import json
 from pathlib import Path
 
-from service.commands.common import add_common_options, info, progress_enabled, settings_from_args
+from service.commands.common import (
+    add_common_options,
+    check_output_path,
+    info,
+    progress_enabled,
+    settings_from_args,
+)
 from service.corpus.datasets import Dataset
 from service.corpus.model import Filters
 from service.errors import InvalidInput
@@ -14,6 +20,7 @@ from service.evaluation.dataset_index import ensure_dataset_index
 from service.evaluation.harness import evaluate, format_table
 from service.evaluation.runs import write_run
 from service.models import load_models
+from service.pipelines.base import check_query_lengths
 from service.pipelines.build import Runtime
 from service.plugins import PIPELINES, RERANKERS
 from service.retrieval.sets import DEFAULT_SET_CHOICES, CliffSet, parse_set_choices
@@ -22,7 +29,9 @@ from service.routing.router import RoutingParams
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("eval", help="evaluate pipelines on a dataset split",
-                              description="Print Recall@10, Recall@100, MRR@10, nDCG@10 and latency per pipeline.")
+                              description="Print Recall@10, Recall@100, MRR@10, nDCG@10 and latency per pipeline, "
+                                          "and per question language when the questions are in several. Gold "
+                                          "articles match by work: a hit in any language version counts.")
     p.add_argument("--data", required=True, help="dataset folder (corpus*.jsonl, queries.<split>.tsv, qrels)")
     p.add_argument("--split", required=True, help="query split, e.g. dev")
     p.add_argument("--pipeline", default="bm25,dense,hybrid",
@@ -62,15 +71,31 @@ def parse_options(specs: list[str]) -> dict[str, object]:
 def run(args: argparse.Namespace) -> int:
     if args.k < 10:
         raise InvalidInput("--k must be at least 10 (Recall@10 and MRR@10 need ten results)")
+    if args.limit < 0:
+        raise InvalidInput("--limit must be 0 (all) or a positive number of queries")
     settings = settings_from_args(args)
+    check_output_path(args.json_out, "--json")
+    check_output_path(args.runs, "--runs", folder=True)
     dataset = Dataset(args.data)
     queries = dataset.queries(args.split)
-    qrels = dataset.qrels(args.split)
     if args.limit:
         queries = queries[: args.limit]
+    # Everything below is checked before the index is built or a question is searched.
+    check_query_lengths(queries, settings.retrieval.max_query_chars)
+    qrels = dataset.qrels(args.split)
     names = [n.strip() for n in args.pipeline.split(",") if n.strip()]
     if not names:
         raise InvalidInput("--pipeline names no pipeline")
+    options = parse_options(args.option)
+    if args.reranker:
+        options["reranker"] = args.reranker
+    for flag in ("no_intrinsic", "no_consistency", "no_cliff"):
+        if getattr(args, flag):
+            options[flag] = True
+    try:
+        filters = Filters.parse(args.filter) if args.filter else None
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
     runtime = Runtime(settings)
     pipelines = [runtime.pipeline(n) for n in names]  # fail on an unknown name before building anything
     models = load_models(settings.index.model_dir, compile_trees=settings.agents.compiled_trees)
@@ -81,13 +106,6 @@ def run(args: argparse.Namespace) -> int:
     params = RoutingParams.resolve(settings.routing, runtime.backend.metadata(index))
     choices = [CliffSet(params.cut_sigma, params.cut_min_k, params.cut_max_k, params.cut_depth)
                if c.name == "cliff" else c for c in choices]
-    options = parse_options(args.option)
-    if args.reranker:
-        options["reranker"] = args.reranker
-    for flag in ("no_intrinsic", "no_consistency", "no_cliff"):
-        if getattr(args, flag):
-            options[flag] = True
-    filters = Filters.parse(args.filter) if args.filter else None
     results = []
     for name, pipeline in zip(names, pipelines, strict=True):
         info(f"evaluating {name} on {dataset.name}/{args.split} ({len(queries)} queries)")

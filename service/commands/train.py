@@ -5,9 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 
-from service.commands.common import add_common_options, info, progress_enabled, settings_from_args
+from service.commands.common import (
+    add_common_options,
+    check_output_path,
+    info,
+    progress_enabled,
+    settings_from_args,
+)
 from service.corpus.datasets import Dataset
 from service.errors import InvalidInput
+from service.pipelines.base import check_query_lengths
 from service.pipelines.build import Runtime
 
 
@@ -32,9 +39,15 @@ def run(args: argparse.Namespace) -> int:
     if not 2 <= args.folds <= 20:
         raise InvalidInput("--folds must be between 2 and 20")
     settings = settings_from_args(args)
+    check_output_path(args.out, "--out", folder=True)
+    check_output_path(args.json_out, "--json")
     dataset = Dataset(args.data)
     if args.split not in dataset.splits():
         raise InvalidInput(f"{args.data} has no split {args.split!r} (it has: {', '.join(dataset.splits()) or 'none'})")
+    # Checked before the index is built and the folds are trained (minutes), not after.
+    check_query_lengths(dataset.queries(args.split), settings.retrieval.max_query_chars)
+    if not dataset.qrels(args.split):
+        raise InvalidInput(f"{args.data}: qrels.{args.split}.tsv lists no relevant document")
     runtime = Runtime(settings)
     report = train_models(runtime, dataset, args.split, args.out, folds=args.folds, progress=info,
                           show_bars=progress_enabled())

@@ -17,50 +17,62 @@ from service.backends.base import SearchBackend
 from service.config import RetrievalSettings
 from service.corpus.model import Filters, Hit
 from service.embeddings.base import Embedder
-from service.pipelines.base import Probe, SearchRequest, SearchResponse
-from service.retrieval import fusion
+from service.pipelines.base import IndexRetrieval, Probe, RetrievalOf, SearchRequest, SearchResponse
 from service.retrieval.long_query import LongQuery, bm25_idf, read_long_query
+from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights, fuse
 from service.tracing import Stopwatch
 
 if TYPE_CHECKING:
     from service.pipelines.build import Runtime
 
 
+def retrieval_of(retrieval: RetrievalOf | Embedder, settings: RetrievalSettings) -> RetrievalOf:
+    """``retrieval`` itself, or for one embedder: that embedder on every index, with the weights of
+    ``settings`` (or 0.5/0.5)."""
+    if not isinstance(retrieval, Embedder):
+        return retrieval
+    fixed = IndexRetrieval(retrieval, FusionWeights.from_settings(settings) or DEFAULT_WEIGHTS)
+    return lambda _index: fixed
+
+
 class HybridPipeline:
     """BM25 and kNN over the same index, fused client-side (RRF or linear), identical on every backend.
 
-    ``mode`` is ``bm25``, ``dense`` or ``hybrid``.
+    ``mode`` is ``bm25``, ``dense`` or ``hybrid``. ``retrieval`` gives each index's embedder and fusion
+    weights (:func:`retrieval_of`: or one embedder for every index).
 
     Example::
 
-        pipe = HybridPipeline(backend, embedder, RetrievalSettings(), mode="hybrid")
+        pipe = HybridPipeline(backend, runtime.retrieval, RetrievalSettings(), mode="hybrid")
         pipe.run(SearchRequest("Kaution zurückfordern", index="swiss", k=10)).hits
     """
 
-    def __init__(self, backend: SearchBackend, embedder: Embedder, settings: RetrievalSettings,
+    def __init__(self, backend: SearchBackend, retrieval: RetrievalOf | Embedder, settings: RetrievalSettings,
                  *, mode: str = "hybrid") -> None:
         if mode not in ("bm25", "dense", "hybrid"):
             raise ValueError(f"unknown retrieval mode {mode!r}")
         self.backend = backend
-        self.embedder = embedder
+        self.retrieval = retrieval_of(retrieval, settings)
         self.settings = settings
         self.mode = mode
         self.name = mode
 
     @classmethod
     def from_runtime(cls, runtime: Runtime, *, name: str, mode: str) -> HybridPipeline:
-        """The pipeline of :data:`service.plugins.PIPELINES` entry ``name``, on the runtime's backend and embedder."""
-        return cls(runtime.backend, runtime.embedder, runtime.settings.retrieval, mode=mode)
+        """The pipeline of :data:`service.plugins.PIPELINES` entry ``name``, on the runtime's backend and the
+        embedders and fusion weights of its indices."""
+        return cls(runtime.backend, runtime.retrieval, runtime.settings.retrieval, mode=mode)
 
     def long_query(self, query: str) -> LongQuery | None:
         """The question read as passages and question proper when it is long, else ``None``."""
         limit = self.settings.long_query_chars
         return read_long_query(query) if limit and len(query) > limit else None
 
-    def query_vector(self, query: str) -> np.ndarray:
-        """The question's embedding as the probe computes it (long questions: the combined vector)."""
+    def query_vector(self, query: str, index: str) -> np.ndarray:
+        """The question's embedding as the probe makes it for ``index`` (long questions: the passage mean)."""
+        embedder = self.retrieval(index).embedder
         long = self.long_query(query)
-        return long.vector(self.embedder) if long is not None else self.embedder.embed_queries([query])[0]
+        return long.vector(embedder) if long is not None else embedder.embed_queries([query])[0]
 
     def probe(self, query: str, index: str, *, k: int, filters: Filters | None, lang: str,
               watch: Stopwatch) -> Probe:
@@ -68,35 +80,38 @@ class HybridPipeline:
         long = self.long_query(query)
         if long is not None:
             return self._probe_long(long, index, k=k, filters=filters, lang=lang, watch=watch)
-        vector = None
-        if self.mode != "bm25":
-            with watch.stage("embed"):
-                vector = self.embedder.embed_queries([query])[0]
-        with watch.stage("retrieve"):
-            if self.mode == "bm25":
+        if self.mode == "bm25":
+            with watch.stage("retrieve"):
                 return Probe(self.backend.bm25(index, query, k=k, filters=filters, lang=lang), [], None)
+        retrieval = self.retrieval(index)
+        with watch.stage("embed"):
+            vector = retrieval.embedder.embed_queries([query])[0]
+        with watch.stage("retrieve"):
             if self.mode == "dense":
-                return Probe([], self.backend.knn(index, vector, k=k, filters=filters), vector)
+                return Probe([], self.backend.knn(index, vector, k=k, filters=filters), vector, retrieval.weights)
             bm25_hits, knn_hits = self.backend.probe(index, query, vector, k=k, filters=filters, lang=lang)
-        return Probe(bm25_hits, knn_hits, vector)
+        return Probe(bm25_hits, knn_hits, vector, retrieval.weights)
 
     def _probe_long(self, long: LongQuery, index: str, *, k: int, filters: Filters | None, lang: str,
                     watch: Stopwatch) -> Probe:
-        """The probe of a long question: key-term BM25 and the combined passage vector."""
+        """The probe of a long question: key-term BM25 and the passage-mean vector."""
         vector = None
+        weights = DEFAULT_WEIGHTS
         if self.mode != "bm25":
+            retrieval = self.retrieval(index)
+            weights = retrieval.weights
             with watch.stage("embed"):
-                vector = long.vector(self.embedder)
-        weights = None
+                vector = long.vector(retrieval.embedder)
+        terms = None
         bm25_hits: list[Hit] = []
         knn_hits: list[Hit] = []
         with watch.stage("retrieve"):
             if self.mode != "dense":
-                weights = self.long_weights(long, index, lang)
-                bm25_hits = self.backend.bm25_terms(index, weights, k=k, filters=filters)
+                terms = self.long_weights(long, index, lang)
+                bm25_hits = self.backend.bm25_terms(index, terms, k=k, filters=filters)
             if vector is not None:
                 knn_hits = self.backend.knn(index, vector, k=k, filters=filters)
-        return Probe(bm25_hits, knn_hits, vector, weights, long)
+        return Probe(bm25_hits, knn_hits, vector, weights, terms, long)
 
     def bm25(self, query: str, index: str, *, k: int, filters: Filters | None, lang: str) -> list[Hit]:
         """BM25 of the question as the probe runs it (long questions: their weighted key terms)."""
@@ -121,11 +136,7 @@ class HybridPipeline:
             return probe.bm25
         if self.mode == "dense":
             return probe.knn
-        lists = {"bm25": probe.bm25, "knn": probe.knn}
-        weights = {"bm25": self.settings.bm25_weight, "knn": self.settings.knn_weight}
-        if self.settings.fusion == "rrf":
-            return fusion.rrf(lists, k=self.settings.rrf_k, weights=weights)
-        return fusion.linear(lists, weights=weights, normalization=self.settings.normalization)
+        return fuse(probe.bm25, probe.knn, probe.weights.as_mapping(), self.settings)
 
     def run(self, request: SearchRequest) -> SearchResponse:
         request = request.validated(self.settings.max_query_chars)
@@ -144,6 +155,8 @@ class HybridPipeline:
             hits = self.fuse(probe)[: request.k]
         trace = {"pipeline": self.name, "timings_ms": watch.to_dict(),
                  "candidates": {"bm25": len(probe.bm25), "knn": len(probe.knn)}}
+        if self.mode == "hybrid":
+            trace["fusion_weights"] = probe.weights.to_dict()
         if probe.long_query is not None:
             trace["long_query"] = probe.long_query.to_trace()
         return SearchResponse(hits=hits, trace=trace)

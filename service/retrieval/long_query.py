@@ -38,13 +38,13 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from service.analysis.chain import SYNONYM_WEIGHT, analyzer_for
-from service.embeddings.base import Embedder, l2_normalize
 
 QUESTION_CHARS = 400
 """Longest question proper: trailing sentences are added while they fit (the last one always)."""
@@ -67,6 +67,13 @@ _SENTENCE_END = re.compile(r"(?<=[.?!:;])\s+(?=[\"'„«(]?[A-ZÄÖÜÀ-Ý])|(?<
 _ABBREVIATION = re.compile(r"(?:^|[\s(])(?:Art|Abs|Ziff|lit|Bst|Nr|Rz|N|E|S|ff|f|vgl|bzw|resp|ca|Dr|Prof|"
                            r"al|cf|p|pp|No|para|z\.B|u\.a|d\.h|i\.V\.m)\.$")
 """Abbreviations after which a capital letter does not start a new sentence (``Art. X``, ``Dr. Meier``)."""
+
+
+class QueryEmbedder(Protocol):
+    """What :meth:`LongQuery.vector` needs of an embedder (:class:`service.embeddings.base.Embedder`)."""
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """One vector per text."""
 
 
 def sentences(text: str) -> list[str]:
@@ -123,7 +130,7 @@ class LongQuery:
             weights[term] = weights.get(term, 0.0) + SYNONYM_WEIGHT * (1.0 + math.log(max(1.0, count)))
         return weights
 
-    def vector(self, embedder: Embedder, question_share: float = QUESTION_VECTOR_SHARE) -> np.ndarray:
+    def vector(self, embedder: QueryEmbedder, question_share: float = QUESTION_VECTOR_SHARE) -> np.ndarray:
         """One query vector: the mean passage vector, mixed with the question's own vector by
         ``question_share``, normalised."""
         if question_share <= 0:
@@ -131,7 +138,8 @@ class LongQuery:
         else:
             vectors = embedder.embed_queries([self.question, *self.passages])
             mixed = question_share * vectors[0] + (1 - question_share) * vectors[1:].mean(axis=0)
-        return l2_normalize(mixed.reshape(1, -1))[0]
+        norm = float(np.linalg.norm(mixed))
+        return np.ascontiguousarray(mixed / norm if norm else mixed, dtype=np.float32)
 
     def to_trace(self) -> dict[str, object]:
         return {"chars": len(self.text), "question_chars": len(self.question), "passages": len(self.passages)}

@@ -79,11 +79,11 @@ def test_long_questions_keep_their_weights_for_the_rewrites(backend, use_embedde
     pipe = Runtime(settings, backend=backend, embedder=use_embedder).pipeline("agentic")
     question = "Der Hund des H hat den Nachbarn gebissen. " * 6 + "Haftet H für den Schaden?"
     state = pipe.start(_request(question))
-    assert state.weights and state.weights["hund"] < 6  # sublinear: six mentions weigh 1 + ln 6
+    assert state.term_weights and state.term_weights["hund"] < 6  # sublinear: six mentions weigh 1 + ln 6
     restored = AgenticState.from_json(json.loads(json.dumps(state.to_json())))
-    assert pipe.evidence(restored, pipe._resources(restored)).query_weights == state.weights
+    assert pipe._rewrite.evidence(restored, pipe._resources(restored)).query_weights == state.term_weights
     short = pipe.start(_request("Haftet der Hundehalter?"))
-    assert pipe.evidence(short, pipe._resources(short)).query_weights is None
+    assert pipe._rewrite.evidence(short, pipe._resources(short)).query_weights is None
 
 
 def test_hybrid_rerank_runs_no_rounds(runtime: Runtime) -> None:

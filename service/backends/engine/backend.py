@@ -33,7 +33,8 @@ from service.backends.engine.lifecycle import IndexLifecycle
 from service.backends.fieldmap import FieldMap, load_field_map
 from service.config import BackendSettings, EngineSettings, Settings
 from service.corpus.model import Filters, Hit, LegalDoc
-from service.errors import EngineUnavailable, InvalidInput
+from service.corpus.works import collapse
+from service.errors import EngineUnavailable, IndexCorrupt, InvalidInput
 
 log = logging.getLogger(__name__)
 
@@ -185,8 +186,12 @@ class EngineBackend:
 
         Raises:
             InvalidInput: for vectors of the wrong shape or an attached (read-only) index.
+            IndexCorrupt: for documents with versions and an index created before versions were stored.
         """
         info = self.catalog.managed(name, "write to it")
+        if not info.field_map.work and any(doc.versions for doc in docs):
+            raise IndexCorrupt(f"index {name!r} was created before lexsearch kept the versions of a work (e.g. the "
+                               "languages of an article) together; rebuild it with `lexsearch index`")
         meta = info.meta or {}
         report = self.writer.write(name, docs, vectors, dim=int(meta.get("dim") or info.dim),
                                    default_language=meta.get("language") or "")
@@ -224,10 +229,10 @@ class EngineBackend:
         info = self.catalog.info(name)
         if k <= 0:
             return []
-        body = self._bm25_body(name, info, query, k=k, filters=filters, lang=lang)
+        body = self._bm25_body(name, info, query, k=k * self.max_versions(name, info), filters=filters, lang=lang)
         if body is None:
             return []
-        return _hits(self.client.call("search", self.api.search, name, body, index=name), "bm25", info)
+        return _hits(self.client.call("search", self.api.search, name, body, index=name), "bm25", info, k)
 
     def bm25_terms(self, name: str, weights: dict[str, float], *, k: int,
                    filters: Filters | None = None) -> list[Hit]:
@@ -235,16 +240,16 @@ class EngineBackend:
         info = self.catalog.info(name)
         if k <= 0 or not any(w > 0 for w in weights.values()):
             return []
-        body = req.bm25_body(weights, k=k, filters=filters, fields=info.field_map)
-        return _hits(self.client.call("search", self.api.search, name, body, index=name), "bm25", info)
+        body = req.bm25_body(weights, k=k * self.max_versions(name, info), filters=filters, fields=info.field_map)
+        return _hits(self.client.call("search", self.api.search, name, body, index=name), "bm25", info, k)
 
     def knn(self, name: str, vector: np.ndarray, *, k: int, filters: Filters | None = None) -> list[Hit]:
         """Nearest neighbours by cosine (HNSW, filter applied inside the graph search)."""
         info = self.catalog.info(name)
         if k <= 0:
             return []
-        body = self._knn_body(info, vector, k=k, filters=filters)
-        return _hits(self.client.call("kNN search", self.api.search, name, body, index=name), "knn", info)
+        body = self._knn_body(info, vector, k=k * self.max_versions(name, info), filters=filters)
+        return _hits(self.client.call("kNN search", self.api.search, name, body, index=name), "knn", info, k)
 
     def probe(self, name: str, query: str, vector: np.ndarray, *, k: int, filters: Filters | None = None,
               lang: str = "") -> tuple[list[Hit], list[Hit]]:
@@ -252,16 +257,30 @@ class EngineBackend:
         info = self.catalog.info(name)
         if k <= 0:
             return [], []
-        knn_body = self._knn_body(info, vector, k=k, filters=filters)
-        bm25_body = self._bm25_body(name, info, query, k=k, filters=filters, lang=lang)
+        fetch = k * self.max_versions(name, info)
+        knn_body = self._knn_body(info, vector, k=fetch, filters=filters)
+        bm25_body = self._bm25_body(name, info, query, k=fetch, filters=filters, lang=lang)
         bodies = [knn_body] if bm25_body is None else [bm25_body, knn_body]
         responses = self.client.call("search", self.api.msearch, req.msearch_body(name, bodies), index=name)
         for item in responses:
             if "error" in item:
                 raise self.client.errors.item_error(item, "search", name)
-        knn_hits = _hits(responses[-1], "knn", info)
-        bm25_hits = _hits(responses[0], "bm25", info) if bm25_body is not None else []
+        knn_hits = _hits(responses[-1], "knn", info, k)
+        bm25_hits = _hits(responses[0], "bm25", info, k) if bm25_body is not None else []
         return bm25_hits, knn_hits
+
+    def max_versions(self, name: str, info: IndexInfo) -> int:
+        """The most versions one work has in the index (1 without versions): retrievers fetch ``k`` times
+        this many hits, so ``k`` works remain after :func:`~service.corpus.works.collapse`.
+
+        lexsearch indices store it in their metadata when written; an attached index with a work field
+        is assumed to hold at most one version per language.
+        """
+        if not info.field_map.work:
+            return 1
+        if info.meta is not None:
+            return max(1, int((info.meta.get("meta") or {}).get("max_versions") or 1))
+        return max(1, len(self.catalog.languages(name)))
 
     def _bm25_body(self, name: str, info: IndexInfo, query: str, *, k: int, filters: Filters | None,
                    lang: str) -> dict[str, Any] | None:
@@ -377,14 +396,20 @@ class EngineBackend:
         return self.client.ping()
 
 
-def _hits(response: Mapping[str, Any], label: str, info: IndexInfo) -> list[Hit]:
+def _hits(response: Mapping[str, Any], label: str, info: IndexInfo, k: int) -> list[Hit]:
+    """The engine's hits as lexsearch hits, one per work (at most ``k``)."""
     hits = []
+    works: dict[str, str] = {}
     for rank, raw in enumerate(response["hits"]["hits"], start=1):
         score = float(raw["_score"])
         if label == "knn":
             score = info.score_to_similarity(score)
-        hits.append(Hit(doc_id=info.field_map.doc_id(raw), score=score, scores={label: score}, ranks={label: rank}))
-    return hits
+        doc_id = info.field_map.doc_id(raw)
+        work = info.field_map.work_id(raw)
+        if work:
+            works[doc_id] = work
+        hits.append(Hit(doc_id=doc_id, score=score, scores={label: score}, ranks={label: rank}))
+    return collapse(hits, works.get, k=k, label=label) if works else hits[:k]
 
 
 def _heavy_fields(fm: FieldMap) -> list[str]:

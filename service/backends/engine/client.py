@@ -20,11 +20,24 @@ from typing import Any, ClassVar, Protocol
 
 from service.backends._requests import Engine
 from service.backends.engine.errors import ErrorTranslator, Failure, FailureKind
-from service.config import BackendSettings
+from service.config import BackendSettings, EngineSettings
 from service.errors import EngineUnavailable, LexsearchError
 
 VERIFY_TIMEOUT_S = 5.0
 """The first request to a node gives up after this long, so a wrong host fails fast."""
+
+
+class ProductApi:
+    """Base of the product adapters: the connection settings, the engine options, and the library's client
+    built from them (:meth:`_new_client`)."""
+
+    def __init__(self, connection: BackendSettings, options: EngineSettings) -> None:
+        self.connection = connection
+        self.options = options
+        self.client = self._new_client()
+
+    def _new_client(self) -> Any:
+        raise NotImplementedError
 
 
 class EngineApi(Protocol):

@@ -11,7 +11,7 @@ import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from service.analysis.language import detect_language
@@ -112,6 +112,8 @@ class IndexCatalog:
             raise IndexCorrupt(f"index {name!r} has lexsearch format {meta.get('format')!r}; this lexsearch "
                                f"reads format {req.FORMAT_VERSION}. Rebuild it with `lexsearch index`.")
         fm = self.field_map_for(name, meta)
+        if fm.managed and fm.work and not _property(mapping, fm.work):
+            fm = replace(fm, work="")  # created before lexsearch kept versions of a work together
         vector_prop = _property(mapping, fm.vector) if fm.vector else {}
         dim = int(vector_prop.get("dimension") or vector_prop.get("dims") or (meta or {}).get("dim") or 0)
         method = vector_prop.get("method") or {}
