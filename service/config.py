@@ -302,6 +302,9 @@ class RetrievalSettings:
     max_query_chars: int = 50_000
     """Longer questions are refused (``query_too_long``) by the CLI, the API and jobs, never cut.
     Exam questions and case files put the facts first and the question last, up to ~26,000 characters."""
+    long_query_chars: int = 500
+    """Longer questions are read as passages plus the question proper (service/retrieval/long_query.py);
+    0 = never."""
 
     def problems(self) -> list[str]:
         out = []
@@ -320,6 +323,8 @@ class RetrievalSettings:
             out.append("retrieval.depth must be >= 1")
         if self.max_query_chars < 1:
             out.append("retrieval.max_query_chars must be >= 1")
+        if self.long_query_chars < 0:
+            out.append("retrieval.long_query_chars must be >= 0 (0 = never)")
         return out
 
 

@@ -1,19 +1,25 @@
 """Single-pass retrieval pipelines: BM25 only, dense only, and hybrid fusion of both.
 
 The hybrid pipeline's :meth:`HybridPipeline.probe` (BM25 and kNN side by side) is also the first
-step of the routed and agentic pipelines.
+step of the routed and agentic pipelines. A question longer than ``retrieval.long_query_chars`` is
+read as passages and its question proper (:mod:`service.retrieval.long_query`): BM25 gets its
+weighted key terms, kNN the combined passage vector.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from service.analysis.language import detect_language
 from service.backends.base import NativeFusion, SearchBackend
 from service.config import RetrievalSettings
 from service.corpus.model import Filters, Hit
 from service.embeddings.base import Embedder
 from service.errors import ConfigError
 from service.pipelines.base import IndexRetrieval, Probe, RetrievalOf, SearchRequest, SearchResponse
+from service.retrieval.long_query import LongQuery, bm25_idf, read_long_query
 from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights, fuse
 from service.tracing import Stopwatch
 
@@ -63,9 +69,23 @@ class HybridPipeline:
         return cls(runtime.backend, runtime.retrieval, runtime.settings.retrieval, mode=mode,
                    native=native_fusion(runtime) if mode == "hybrid" else None)
 
+    def long_query(self, query: str) -> LongQuery | None:
+        """The question read as passages and question proper when it is long, else ``None``."""
+        limit = self.settings.long_query_chars
+        return read_long_query(query) if limit and len(query) > limit else None
+
+    def query_vector(self, query: str, index: str) -> np.ndarray:
+        """The question's embedding as the probe makes it for ``index`` (long questions: the passage mean)."""
+        embedder = self.retrieval(index).embedder
+        long = self.long_query(query)
+        return long.vector(embedder) if long is not None else embedder.embed_queries([query])[0]
+
     def probe(self, query: str, index: str, *, k: int, filters: Filters | None, lang: str,
               watch: Stopwatch) -> Probe:
         """Run the retrievers this mode needs, with ``k`` hits each."""
+        long = self.long_query(query)
+        if long is not None:
+            return self._probe_long(long, index, k=k, filters=filters, lang=lang, watch=watch)
         if self.mode == "bm25":
             with watch.stage("retrieve"):
                 return Probe(self.backend.bm25(index, query, k=k, filters=filters, lang=lang), [], None)
@@ -77,6 +97,44 @@ class HybridPipeline:
                 return Probe([], self.backend.knn(index, vector, k=k, filters=filters), vector, retrieval.weights)
             bm25_hits, knn_hits = self.backend.probe(index, query, vector, k=k, filters=filters, lang=lang)
         return Probe(bm25_hits, knn_hits, vector, retrieval.weights)
+
+    def _probe_long(self, long: LongQuery, index: str, *, k: int, filters: Filters | None, lang: str,
+                    watch: Stopwatch) -> Probe:
+        """The probe of a long question: key-term BM25 and the passage-mean vector."""
+        vector = None
+        weights = DEFAULT_WEIGHTS
+        if self.mode != "bm25":
+            retrieval = self.retrieval(index)
+            weights = retrieval.weights
+            with watch.stage("embed"):
+                vector = long.vector(retrieval.embedder)
+        terms = None
+        bm25_hits: list[Hit] = []
+        knn_hits: list[Hit] = []
+        with watch.stage("retrieve"):
+            if self.mode != "dense":
+                terms = self.long_weights(long, index, lang)
+                bm25_hits = self.backend.bm25_terms(index, terms, k=k, filters=filters)
+            if vector is not None:
+                knn_hits = self.backend.knn(index, vector, k=k, filters=filters)
+        return Probe(bm25_hits, knn_hits, vector, weights, terms, long)
+
+    def bm25(self, query: str, index: str, *, k: int, filters: Filters | None, lang: str) -> list[Hit]:
+        """BM25 of the question as the probe runs it (long questions: their weighted key terms)."""
+        long = self.long_query(query)
+        if long is None:
+            return self.backend.bm25(index, query, k=k, filters=filters, lang=lang)
+        return self.backend.bm25_terms(index, self.long_weights(long, index, lang), k=k, filters=filters)
+
+    def long_weights(self, long: LongQuery, index: str, lang: str) -> dict[str, float]:
+        """BM25 weights of a long question, capped by tf-idf where the backend knows document frequencies."""
+        doc_freqs = getattr(self.backend, "doc_freqs", None)
+        idf = None
+        if callable(doc_freqs):
+            def idf(terms: list[str]) -> dict[str, float]:
+                return bm25_idf(doc_freqs(index, terms), self.backend.count(index))
+
+        return long.term_weights(lang or detect_language(long.text), idf)
 
     def fuse(self, probe: Probe) -> list[Hit]:
         """One ranking from the probe, by the configured fusion."""
@@ -90,7 +148,8 @@ class HybridPipeline:
         request = request.validated(self.settings.max_query_chars)
         watch = Stopwatch()
         depth = max(request.k, self.settings.depth)
-        if self.native is not None:
+        if self.native is not None and self.long_query(request.query) is None:
+            # long questions are read as weighted key terms and a passage mean, which the engine's hybrid query cannot take
             fused = self._run_native(request, depth, watch)
             if fused is not None:
                 return fused
@@ -109,6 +168,8 @@ class HybridPipeline:
                  "candidates": {"bm25": len(probe.bm25), "knn": len(probe.knn)}}
         if self.mode == "hybrid":
             trace["fusion_weights"] = probe.weights.to_dict()
+        if probe.long_query is not None:
+            trace["long_query"] = probe.long_query.to_trace()
         return SearchResponse(hits=hits, trace=trace)
 
     def _run_native(self, request: SearchRequest, depth: int, watch: Stopwatch) -> SearchResponse | None:
