@@ -149,7 +149,7 @@ class HybridPipeline:
         watch = Stopwatch()
         depth = max(request.k, self.settings.depth)
         if self.native is not None and self.long_query(request.query) is None:
-            # long questions are read as weighted key terms and a passage mean, which the engine's hybrid query cannot take
+            # long questions are read as weighted key terms and a passage mean: the engine's query cannot
             fused = self._run_native(request, depth, watch)
             if fused is not None:
                 return fused
