@@ -32,6 +32,7 @@ import numpy as np
 from tqdm import tqdm
 
 from service.agents.base import PlanView
+from service.agents.law_evidence import LawEvidence, LawMixer, top_k_accuracy
 from service.agents.planner import POOL_AGENTS, QUESTION_AGENTS, PlannerPolicy, policy_vector
 from service.agents.prefilter import LawClassifier
 from service.agents.rewriters.terminology import QueryAdapter, TermMapping
@@ -46,12 +47,14 @@ from service.errors import DataError
 from service.evaluation.dataset_index import ensure_dataset_index
 from service.models import TrainedModels, read_models
 from service.pipelines.agentic import AgenticPipeline, AgenticState
-from service.pipelines.base import SearchRequest
+from service.pipelines.base import Probe, SearchRequest
 from service.pipelines.build import Runtime
+from service.pipelines.hybrid import HybridPipeline
 from service.pipelines.resources import IndexResources
+from service.rerank.citation_count import CitationCounter
 from service.rerank.features import FEATURE_NAMES
 from service.rerank.learned import LearnedReranker
-from service.retrieval.weights import FusionFit, fit_weights
+from service.retrieval.weights import FusionFit, fit_weights, with_trained
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +111,10 @@ def prepare(runtime: Runtime, dataset: Dataset, split: str, index: str, graph: C
         raise DataError(f"{dataset.path}: split {split!r} has no question with a gold article in the index")
     language = dataset.language if dataset.language and "," not in dataset.language else ""
     tokens = [analyzer_for(q.lang or language or detect_language(q.text)).tokens(q.text) for q in queries]
+    # Embedded as the probe embeds them at search time (long questions: the passage mean).
     embedder = runtime.index_embedder(index)
-    vectors = embedder.embed_queries([q.text for q in queries])
+    hybrid = HybridPipeline(runtime.backend, runtime.retrieval, runtime.settings.retrieval)
+    vectors = np.asarray([hybrid.query_vector(q.text, index) for q in queries], dtype=np.float32)
     gold_ids = sorted({d for g in golds for d in g})
     docs = runtime.backend.fetch(index, gold_ids)
     gold_terms = {d: set(analyzer_for(doc.lang or language).tokens(bm25_text(doc))) for d, doc in docs.items()}
@@ -125,7 +130,11 @@ def fit_fusion_weights(runtime: Runtime, data: TrainingData, index: str) -> Fusi
     leaks across folds), so that the rerankers learn from pools fused as the served model fuses them.
     """
     cfg = runtime.settings.retrieval
-    lists = [runtime.backend.probe(index, q.text[:cfg.max_query_chars], vector, k=cfg.depth, lang=q.lang)
+    hybrid = runtime.pipeline("hybrid")
+    assert isinstance(hybrid, HybridPipeline)
+    # BM25 as the probe runs it (long questions: their weighted key terms), kNN with the probe's vector.
+    lists = [(hybrid.bm25(q.text, index, k=cfg.depth, filters=None, lang=q.lang),
+              runtime.backend.knn(index, vector, k=cfg.depth))
              for q, vector in zip(data.queries, data.vectors, strict=True)]
     return fit_weights(lists, data.golds, cfg, method="trained")
 
@@ -196,6 +205,32 @@ def policy_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str,
     return rows
 
 
+def law_evidence(runtime: Runtime, models: TrainedModels, data: TrainingData, i: int, index: str,
+                 graph: CorpusGraph, k: int) -> LawEvidence:
+    """The law evidence of training question ``i`` as a search sees it, with ``models``' classifier and
+    fusion weights."""
+    query = data.queries[i]
+    hybrid = runtime.pipeline("hybrid")
+    assert isinstance(hybrid, HybridPipeline)
+    bm25 = hybrid.bm25(query.text, index, k=k, filters=None, lang=query.lang)
+    knn = runtime.backend.knn(index, data.vectors[i], k=k)
+    weights = with_trained(runtime.retrieval(index).weights, models.fusion, runtime.settings.retrieval)
+    ranked = [graph.law_of(h.doc_id) for h in hybrid.fuse(Probe(bm25, knn, data.vectors[i], weights))]
+    clf = models.law_classifier
+    laws = clf.law_probabilities(data.tokens[i], data.vectors[i]) if clf is not None else []
+    return LawEvidence.gather(query.text, laws, ranked, graph.laws())
+
+
+def _law_accuracy(evidence: Sequence[LawEvidence], gold: Sequence[set[str]], mixer: LawMixer) -> dict[str, Any]:
+    """Top-1 and top-3 accuracy of the classifier alone and of the mixed prediction, and the weights."""
+    out: dict[str, Any] = {}
+    for name, model in (("classifier", LawMixer()), ("mixed", mixer)):
+        ranked = [[law for law, _ in model.probabilities(e)] for e in evidence]
+        out[name] = {f"top{k}": round(top_k_accuracy(ranked, gold, k), 4) for k in (1, 3)}
+    out["weights"] = mixer.to_json()["weights"]
+    return out
+
+
 def _view(state: AgenticState, allowed: Sequence[str]) -> PlanView:
     return PlanView(question=state.request["query"], language=state.language, round=state.round, max_rounds=4,
                     allowed=list(allowed), used=state.used, new_per_round=state.new_per_round,
@@ -219,12 +254,15 @@ def pool_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k
 
 
 def _cv_recall(groups: list[tuple[np.ndarray, np.ndarray, int]], folds: list[list[int]], gold_counts: list[int],
-               ) -> dict[int, float]:
-    """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`.
+               ) -> tuple[dict[int, float], dict[int, dict[int, tuple[np.ndarray, np.ndarray]]]]:
+    """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`,
+    and each question's out-of-fold ranking (its pool's labels and scores, best first) for each number
+    of rounds.
 
     ``gold_counts`` are the full gold-set sizes, so gold articles missing from a pool count as misses.
     """
     recalls: dict[int, list[float]] = {n: [] for n in ROUND_GRID}
+    rankings: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {n: {} for n in ROUND_GRID}
     for held in folds:
         held_set = set(held)
         train = [g for g in groups if g[2] not in held_set]
@@ -239,9 +277,28 @@ def _cv_recall(groups: list[tuple[np.ndarray, np.ndarray, int]], folds: list[lis
             scores = model.booster.predict(matrix, num_iteration=n, num_threads=2)
             for j, g in enumerate(test):
                 part = scores[bounds[j]:bounds[j + 1]]
-                top = np.argsort(-part, kind="stable")[:10]
-                recalls[n].append(float(g[1][top].sum()) / gold_counts[g[2]])
-    return {n: float(np.mean(v)) for n, v in recalls.items()}
+                order = np.argsort(-part, kind="stable")
+                ranked = g[1][order]
+                rankings[n][g[2]] = (ranked, part[order])
+                recalls[n].append(float(ranked[:10].sum()) / gold_counts[g[2]])
+    return {n: float(np.mean(v)) for n, v in recalls.items()}, rankings
+
+
+def fit_citation_counter(data: TrainingData, parts: list[list[int]],
+                         rankings: dict[int, tuple[np.ndarray, np.ndarray]]) -> CitationCounter:
+    """The citation counter on the whole split, its multiplier tuned on out-of-fold counts and rankings."""
+    texts = [q.text for q in data.queries]
+    counts = [len(g) for g in data.golds]
+    expected = [0.0] * len(texts)
+    for f, held in enumerate(parts):
+        rest = [i for g, p in enumerate(parts) if g != f for i in p]
+        fold_counter = CitationCounter.fit([texts[i] for i in rest], [counts[i] for i in rest])
+        for i in held:
+            expected[i] = fold_counter.expected(texts[i])
+    usable = [i for i in range(len(texts)) if i in rankings]
+    return CitationCounter.fit(texts, counts).tuned([expected[i] for i in usable],
+                                                   [rankings[i][0] for i in usable],
+                                                   [rankings[i][1] for i in usable], [counts[i] for i in usable])
 
 
 def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path, *, folds: int = FOLDS,
@@ -284,6 +341,22 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
         fold_models[-1].fusion = fusion.weights("model")
     t = lap("fold_parts", t)
 
+    # The law mixer, from classifier probabilities that did not see the question.
+    _say(progress, "fitting the law mixer (classifier, retrieval and mention evidence)")
+    evidence: list[LawEvidence | None] = [None] * len(data.queries)
+    for f, held in enumerate(parts):
+        for i in held:
+            evidence[i] = law_evidence(runtime, fold_models[f], data, i, index, graph, k)
+    gold_laws = [{graph.law_of(d) for d in g} for g in data.golds]
+    mixer = LawMixer.fit([e for e in evidence if e is not None], gold_laws)
+    for models in fold_models:
+        models.law_mixer = mixer
+    law_report = _law_accuracy([e for e in evidence if e is not None], gold_laws, mixer)
+    t = lap("law_mixer", t)
+    _say(progress, f"law prediction (out of fold): top-1 {law_report['mixed']['top1']:.3f}, top-3 "
+                   f"{law_report['mixed']['top3']:.3f} (classifier alone {law_report['classifier']['top1']:.3f} / "
+                   f"{law_report['classifier']['top3']:.3f})")
+
     # The planner policy, from every agent's gains on cross-fitted pools.
     agent_rows: dict[str, tuple[list[np.ndarray], list[int]]] = {}
     for f, held in enumerate(parts):
@@ -314,8 +387,9 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     t = lap("pools", t)
     gold_counts = [len(g) for g in data.golds]
     _say(progress, "cross-validating the rerankers")
-    cv_agentic = _cv_recall(agentic_groups, parts, gold_counts)
+    cv_agentic, oof_rankings = _cv_recall(agentic_groups, parts, gold_counts)
     best_agentic = max(cv_agentic, key=lambda n: cv_agentic[n])
+    counter = fit_citation_counter(data, parts, oof_rankings[best_agentic])
     pool_recall = float(np.mean([g[1].sum() / gold_counts[g[2]] for g in agentic_groups]))
     t = lap("cv", t)
 
@@ -323,6 +397,8 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     final = fit_parts(data, list(range(len(data.queries))), graph, vocabulary, embedder)
     final.fusion = fusion.weights("model")
     final.planner = policy
+    final.law_mixer = mixer
+    final.citation_counter = counter
     final.reranker_agentic = LearnedReranker.fit(
         np.concatenate([g[0] for g in agentic_groups]), np.concatenate([g[1] for g in agentic_groups]),
         [len(g[1]) for g in agentic_groups], FEATURE_NAMES, rounds=best_agentic)
@@ -337,7 +413,10 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
         "cv": {"agentic_recall@10": round(cv_agentic[best_agentic], 4), "agentic_rounds": best_agentic,
                "agentic_by_rounds": {str(n): round(v, 4) for n, v in cv_agentic.items()},
                "pool_recall": round(pool_recall, 4),
-               "mean_pool": round(float(np.mean([len(g[1]) for g in agentic_groups])), 1)},
+               "mean_pool": round(float(np.mean([len(g[1]) for g in agentic_groups])), 1),
+               "law": law_report,
+               "citation_count": {"multiplier": counter.multiplier, "cliff": counter.cliff,
+                                  "fixed_k": counter.fixed_k}},
         "timings_s": {**timings, "total": round(time.perf_counter() - started, 1)},
     }
     final.info = info

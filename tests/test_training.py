@@ -39,8 +39,12 @@ def test_folds_partition_the_questions() -> None:
 def test_training_writes_every_component(trained) -> None:
     _, out, report = trained
     manifest = json.loads((out / "manifest.json").read_text())
-    assert set(manifest["components"]) == {"law_classifier", "memory", "prior", "term_mapping", "adapter",
-                                           "vocabulary", "planner", "reranker_agentic", "reranker_hybrid"}
+    assert set(manifest["components"]) == {"law_classifier", "law_mixer", "memory", "prior", "term_mapping",
+                                           "adapter", "vocabulary", "planner", "citation_counter",
+                                           "reranker_agentic", "reranker_hybrid"}
+    assert 1 <= report["cv"]["citation_count"]["fixed_k"] <= 10
+    law = report["cv"]["law"]
+    assert 0.0 <= law["mixed"]["top1"] <= law["mixed"]["top3"] <= 1.0 and len(law["weights"]) == 4
     assert manifest["questions"] == 8 and manifest["split"] == "dev" and manifest["embedder"] == "use-m3"
     assert 0.0 <= report["cv"]["agentic_recall@10"] <= 1.0 and report["timings_s"]["total"] > 0
     models = load_models(out)
@@ -61,6 +65,7 @@ def test_pipelines_use_the_trained_models(trained) -> None:
     agentic = rt.pipeline("agentic").run(request)
     assert agentic.trace["reranker"]["name"] == "learned" and agentic.trace["models"]["path"] == str(out.resolve())
     assert agentic.trace["law_prediction"]["laws"] and agentic.trace["memory_candidates"] >= 1
+    assert set(agentic.trace["law_prediction"]["evidence"]) == {"named", "cited"}
     assert "17083" in [h.doc_id for h in agentic.hits]
     assert agentic.trace["fusion_weights"]["source"] == "model"
     hybrid = rt.pipeline("hybrid+rerank").run(request)

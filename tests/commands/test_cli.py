@@ -129,6 +129,9 @@ def test_eval_prints_a_table_and_writes_the_json_contract(cli, tmp_path) -> None
         assert r["queries"] == 8 and 0 <= r["recall@10"] <= 1
     assert results[2]["recall@10"] >= 0.5
     assert len(list((tmp_path / "runs").glob("*.run"))) == 3
+    assert set(results[0]["sets"]) == {"top1", "top3", "top5", "top10", "cliff"}  # fixed and count need --model
+    code, _, err = cli("eval", "--data", str(MINI), "--split", "dev", "--pipeline", "bm25", "--sets", "top3,best")
+    assert code == 2 and "unknown set choice 'best'" in err
 
 
 def test_eval_reuses_the_cached_dataset_index(cli, tmp_path, env) -> None:
