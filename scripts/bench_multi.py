@@ -19,7 +19,8 @@ is the share of gold anywhere in the ranked pool, *lost* = pool − R@10 the sha
 
 Usage::
 
-    python scripts/bench_multi.py --datasets stard,gerlayqa,coliee --json runs/bench-multi.json
+    python scripts/bench_multi.py --datasets stard,gerlayqa,coliee --data coliee=/path/to/coliee-en \
+        --json runs/bench-multi.json
     python scripts/bench_multi.py --datasets stard --configs landed,issues --limit 100
 """
 
@@ -32,7 +33,7 @@ import platform
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,10 +55,11 @@ class Bench:
 
 
 BENCHES = {
-    "stard": Bench("stard", "data/stard-split", "dev", "/work/data/stard-joined"),
-    "gerlayqa": Bench("gerlayqa", "data/gerlayqa-split", "dev", "/work/data/gerlayqa-joined"),
-    "coliee": Bench("coliee", "../shared/data/coliee-en", "dev"),
+    "stard": Bench("stard", "data/stard-split", "dev", "data/stard-joined"),
+    "gerlayqa": Bench("gerlayqa", "data/gerlayqa-split", "dev", "data/gerlayqa-joined"),
+    "coliee": Bench("coliee", "data/coliee-en", "dev"),
 }
+"""The default folders of each dataset and its proxy (``--data`` and ``--proxy`` override them)."""
 
 CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
     "hybrid": ("hybrid", {}),
@@ -177,6 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default="models", help="folder with one model folder per dataset")
     parser.add_argument("--model", action="append", default=[], metavar="DATASET=DIR",
                         help="the model folder of one dataset (instead of MODELS/DATASET)")
+    parser.add_argument("--data", action="append", default=[], metavar="DATASET=DIR",
+                        help="the dataset folder of one dataset (default: data/<name>, see BENCHES)")
+    parser.add_argument("--proxy", action="append", default=[], metavar="DATASET=DIR",
+                        help="the joined-question proxy folder of one dataset (scripts/make_joined_proxy.py)")
     parser.add_argument("--depth", type=int, default=400, help="ranking depth scored (whole pool)")
     parser.add_argument("--limit", type=int, default=0, help="first N dev questions (0 = all)")
     parser.add_argument("--proxy-limit", type=int, default=0, help="first N joined questions (0 = all)")
@@ -194,12 +200,22 @@ def main(argv: list[str] | None = None) -> int:
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.gmtime())
     print(f"bench_multi: {started}; {platform.node()}, load {os.getloadavg()[0]:.1f}", flush=True)
     folders = {k: Path(args.models) / k for k in keys}
-    for spec in args.model:
-        key, sep, folder = spec.partition("=")
-        if not sep or key not in BENCHES:
-            parser.error(f"--model {spec!r} must look like DATASET=DIR with DATASET one of {', '.join(BENCHES)}")
-        folders[key] = Path(folder)
-    runs = [bench_dataset(BENCHES[k], folders[k], configs, args.depth, args.limit, args.proxy_limit, args.splits)
+    benches = dict(BENCHES)
+    for flag, specs in (("--model", args.model), ("--data", args.data), ("--proxy", args.proxy)):
+        for spec in specs:
+            key, sep, folder = spec.partition("=")
+            if not sep or key not in BENCHES:
+                parser.error(f"{flag} {spec!r} must look like DATASET=DIR with DATASET one of {', '.join(BENCHES)}")
+            if not Path(folder).is_dir():
+                parser.error(f"{flag} {spec!r}: no folder {folder}")
+            if flag == "--model":
+                folders[key] = Path(folder)
+            else:
+                benches[key] = replace(benches[key], **{flag[2:]: folder})
+    missing = [b.data for k, b in benches.items() if k in keys and not Path(b.data).is_dir()]
+    if missing:
+        parser.error(f"no dataset folder {', '.join(missing)}; pass --data DATASET=DIR")
+    runs = [bench_dataset(benches[k], folders[k], configs, args.depth, args.limit, args.proxy_limit, args.splits)
             for k in keys]
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     if args.json_out:

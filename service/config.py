@@ -49,6 +49,7 @@ class BackendSettings:
     kind: str = "embedded"
     """A name of :data:`service.plugins.BACKENDS`: embedded, opensearch, elasticsearch."""
     url: str = ""
+    """Engine node URL; for a cluster several, comma-separated (requests fail over between them)."""
     username: str = ""
     password: str = ""
     api_key: str = ""
@@ -64,13 +65,22 @@ class BackendSettings:
             out.append(f"backend.kind must be one of {', '.join(BACKENDS.choices())}, not {self.kind!r}")
         if self.kind != "embedded" and not self.url:
             out.append(f"backend.url is required for backend.kind={self.kind}")
-        if self.url and not self.url.startswith(("http://", "https://")):
-            out.append(f"backend.url must start with http:// or https://, got {self.url!r}")
+        for url in self.urls:
+            if not url.startswith(("http://", "https://")):
+                out.append(f"backend.url must start with http:// or https://, got {url!r}")
         if self.timeout_s <= 0:
             out.append("backend.timeout_s must be positive")
         if self.ca_cert and not Path(self.ca_cert).is_file():
             out.append(f"backend.ca_cert file not found: {self.ca_cert}")
         return out
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """The node URLs of :attr:`url` (comma-separated), without trailing slashes."""
+        return tuple(u.strip().rstrip("/") for u in self.url.split(",") if u.strip())
+
+
+SEARCH_TYPES = ("auto", "query_then_fetch", "dfs_query_then_fetch")
 
 
 @dataclass(frozen=True)
@@ -80,8 +90,15 @@ class EngineSettings:
     field_map: str = ""
     """TOML/JSON file describing an existing index to search without re-indexing ('' = none); docs/BACKENDS.md."""
     shards: int = 1
-    """Primary shards of new indices; 1 keeps BM25 statistics identical to the embedded engine's."""
+    """Primary shards of new indices (BM25 statistics stay global through ``search_type``)."""
     replicas: int = 0
+    """Replica copies of each shard of new indices; 1 or more lets a cluster lose a node."""
+    fusion: str = "client"
+    """Hybrid fusion: client (lexsearch fuses the BM25 and kNN lists, on every backend) or engine
+    (OpenSearch's hybrid query and a search pipeline fuse them; retrieval.fusion picks RRF or linear)."""
+    search_type: str = "auto"
+    """BM25 searches: auto (dfs_query_then_fetch on indices of several shards, so their scores are those
+    of one shard), query_then_fetch (per-shard statistics: faster, scores drift) or dfs_query_then_fetch."""
     bulk_chunk: int = 500
     """Documents per bulk request."""
     bulk_retries: int = 4
@@ -103,6 +120,10 @@ class EngineSettings:
         out = []
         if self.shards < 1 or self.replicas < 0:
             out.append("engine.shards must be >= 1 and engine.replicas >= 0")
+        if self.fusion not in ("client", "engine"):
+            out.append(f"engine.fusion must be client or engine, not {self.fusion!r}")
+        if self.search_type not in SEARCH_TYPES:
+            out.append(f"engine.search_type must be one of {', '.join(SEARCH_TYPES)}, not {self.search_type!r}")
         for name in ("bulk_chunk", "knn_candidates", "hnsw_m", "hnsw_ef_construction"):
             if getattr(self, name) < 1:
                 out.append(f"engine.{name} must be at least 1")
@@ -173,7 +194,7 @@ class EmbedderSettings:
     """onnx: longest input in tokens; longer texts are cut (0 = the model's limit, 512 for BGE and e5)."""
     maven_repo: str = ""
     """onnx: the local Maven repository holding the jars ('' = $M2_REPO or ~/.m2/repository)."""
-    per_language: tuple[str, ...] = ("zh=onnx:bge-small-zh-v15-q",)
+    per_language: tuple[str, ...] = ("zh=onnx:bge-small-zh-v15-q", "en=onnx:e5-small-v2-q")
     """``lang=spec`` entries: the embedder of a corpus in that one language, as ``kind[:model][@max_tokens]``
     (:func:`parse_embedder_spec`); url, api_key, maven_repo, threads and the cache come from this section."""
     batch_size: int = 64
@@ -281,6 +302,9 @@ class RetrievalSettings:
     max_query_chars: int = 50_000
     """Longer questions are refused (``query_too_long``) by the CLI, the API and jobs, never cut.
     Exam questions and case files put the facts first and the question last, up to ~26,000 characters."""
+    long_query_chars: int = 500
+    """Longer questions are read as passages plus the question proper (service/retrieval/long_query.py);
+    0 = never."""
 
     def problems(self) -> list[str]:
         out = []
@@ -299,6 +323,8 @@ class RetrievalSettings:
             out.append("retrieval.depth must be >= 1")
         if self.max_query_chars < 1:
             out.append("retrieval.max_query_chars must be >= 1")
+        if self.long_query_chars < 0:
+            out.append("retrieval.long_query_chars must be >= 0 (0 = never)")
         return out
 
 
@@ -682,9 +708,28 @@ def _build(raw: Mapping[str, Mapping[str, Any]], base: Settings | None = None) -
     for name in raw:
         if name not in sections:
             errors.append(f"unknown settings section {name!r} (known: {', '.join(sections)})")
+    if not errors:
+        errors.extend(_engine_fusion_problems(sections["engine"], sections["backend"], sections["retrieval"]))
     if errors:
         raise ConfigError("invalid settings:\n  - " + "\n  - ".join(errors))
     return Settings(**sections)
+
+
+def _engine_fusion_problems(engine: EngineSettings, backend: BackendSettings,
+                            retrieval: RetrievalSettings) -> list[str]:
+    """engine.fusion=engine needs OpenSearch, and a fusion its search pipelines have."""
+    if engine.fusion != "engine":
+        return []
+    if backend.kind != "opensearch":
+        return [f"engine.fusion=engine needs backend.kind=opensearch (the neural-search plugin's hybrid query), "
+                f"not {backend.kind!r}"]
+    if retrieval.fusion == "linear" and retrieval.normalization != "minmax":
+        return ["engine.fusion=engine with retrieval.fusion=linear needs retrieval.normalization=minmax "
+                "(OpenSearch 2.19 normalises with min_max or l2, not z-scores)"]
+    if retrieval.fusion == "rrf" and retrieval.bm25_weight != retrieval.knn_weight:
+        return ["engine.fusion=engine with retrieval.fusion=rrf needs equal retrieval.bm25_weight and knn_weight "
+                "(OpenSearch 2.19's RRF takes no weights)"]
+    return []
 
 
 def _from_env(environ: Mapping[str, str]) -> dict[str, dict[str, str]]:

@@ -4,6 +4,7 @@ A model folder holds::
 
     manifest.json          format version, what it was trained on, the embedder, the components and files
     law_classifier.npz     question → law/section probabilities (service.agents.prefilter.LawClassifier)
+    law_mixer.json         weights of classifier, retrieval and mention evidence (service.agents.law_evidence)
     memory.npz             training questions and their gold articles (service.rerank.priors.QuestionMemory)
     prior.json             gold frequencies of articles (ArticlePrior)
     term_mapping.json.gz   question term → legal term table (terminology agent)
@@ -11,6 +12,7 @@ A model folder holds::
     vocabulary.json.gz     document frequencies of the corpus terms (repair agent, PRF idf, LLM guard)
     planner.json           the planner policy
     cocitation.json        articles the training answers cite together (service.rerank.cocitation.CoCitation)
+    citation_counter.json  expected number of cited articles per question (service.rerank.citation_count)
     reranker_agentic.txt   LightGBM model over agentic pools
     reranker_hybrid.txt    LightGBM model over hybrid pools (the ``hybrid+rerank`` pipeline)
 
@@ -38,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from service.agents.law_evidence import LawMixer
 from service.agents.planner import PlannerPolicy
 from service.agents.prefilter import LawClassifier
 from service.agents.rewriters.terminology import QueryAdapter, TermMapping
@@ -45,6 +48,7 @@ from service.agents.vocabulary import Vocabulary
 from service.analysis.chain import analyzer_for
 from service.analysis.language import detect_language
 from service.errors import ConfigError
+from service.rerank.citation_count import CitationCounter
 from service.rerank.cocitation import CoCitation
 from service.rerank.features import FEATURE_NAMES
 from service.rerank.learned import LearnedReranker
@@ -58,6 +62,7 @@ MANIFEST = "manifest.json"
 RESERVE_KEY = "issue_reserve"
 _FILES = {
     "law_classifier": "law_classifier.npz",
+    "law_mixer": "law_mixer.json",
     "memory": "memory.npz",
     "prior": "prior.json",
     "term_mapping": "term_mapping.json.gz",
@@ -65,6 +70,7 @@ _FILES = {
     "vocabulary": "vocabulary.json.gz",
     "planner": "planner.json",
     "cocitation": "cocitation.json",
+    "citation_counter": "citation_counter.json",
     "reranker_agentic": "reranker_agentic.txt",
     "reranker_hybrid": "reranker_hybrid.txt",
 }
@@ -86,6 +92,7 @@ class TrainedModels:
     language: str = ""
     embedder: str = ""
     law_classifier: LawClassifier | None = None
+    law_mixer: LawMixer | None = None
     memory: QuestionMemory | None = None
     prior: ArticlePrior | None = None
     term_mapping: TermMapping | None = None
@@ -93,6 +100,7 @@ class TrainedModels:
     vocabulary: Vocabulary | None = None
     planner: PlannerPolicy | None = None
     cocitation: CoCitation | None = None
+    citation_counter: CitationCounter | None = None
     reranker_agentic: LearnedReranker | None = None
     reranker_hybrid: LearnedReranker | None = None
     fusion: FusionWeights | None = None
@@ -169,7 +177,7 @@ def _write_component(name: str, component: Any, target: Path) -> None:
     elif name == "term_mapping":
         with gzip.open(target, "wt", encoding="utf-8") as fh:
             json.dump(component.to_json(), fh, ensure_ascii=False, separators=(",", ":"))
-    elif name in ("prior", "planner", "cocitation"):
+    elif name in ("prior", "planner", "law_mixer", "cocitation", "citation_counter"):
         target.write_text(json.dumps(component.to_json(), ensure_ascii=False), encoding="utf-8")
     else:
         component.save(target)
@@ -193,8 +201,12 @@ def _read_component(name: str, path: Path, feature_names: Sequence[str], compile
         return ArticlePrior.from_json(json.loads(path.read_text(encoding="utf-8")))
     if name == "planner":
         return PlannerPolicy.from_json(json.loads(path.read_text(encoding="utf-8")))
+    if name == "law_mixer":
+        return LawMixer.from_json(json.loads(path.read_text(encoding="utf-8")))
     if name == "cocitation":
         return CoCitation.from_json(json.loads(path.read_text(encoding="utf-8")))
+    if name == "citation_counter":
+        return CitationCounter.from_json(json.loads(path.read_text(encoding="utf-8")))
     label = "learned" if name == "reranker_agentic" else "learned_hybrid"
     return LearnedReranker.load(path, feature_names, label=label, compile_trees=compile_trees)
 

@@ -32,6 +32,7 @@ import numpy as np
 from tqdm import tqdm
 
 from service.agents.base import PlanView
+from service.agents.law_evidence import LawEvidence, LawMixer, top_k_accuracy
 from service.agents.planner import POOL_AGENTS, QUESTION_AGENTS, PlannerPolicy, policy_vector
 from service.agents.prefilter import LawClassifier
 from service.agents.rewriters.terminology import QueryAdapter, TermMapping
@@ -47,14 +48,16 @@ from service.errors import DataError
 from service.evaluation.dataset_index import ensure_dataset_index
 from service.models import TrainedModels, read_models
 from service.pipelines.agentic import AgenticPipeline, AgenticState
-from service.pipelines.base import SearchRequest
+from service.pipelines.base import Probe, SearchRequest
 from service.pipelines.build import Runtime
+from service.pipelines.hybrid import HybridPipeline
 from service.pipelines.issue_pool import RESERVES, balanced_order, issue_of
 from service.pipelines.resources import IndexResources
+from service.rerank.citation_count import CitationCounter
 from service.rerank.cocitation import CoCitation
 from service.rerank.features import FEATURE_NAMES
 from service.rerank.learned import LearnedReranker
-from service.retrieval.weights import FusionFit, fit_weights
+from service.retrieval.weights import FusionFit, fit_weights, with_trained
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +114,10 @@ def prepare(runtime: Runtime, dataset: Dataset, split: str, index: str, graph: C
         raise DataError(f"{dataset.path}: split {split!r} has no question with a gold article in the index")
     language = dataset.language if dataset.language and "," not in dataset.language else ""
     tokens = [analyzer_for(q.lang or language or detect_language(q.text)).tokens(q.text) for q in queries]
+    # Embedded as the probe embeds them at search time (long questions: the passage mean).
     embedder = runtime.index_embedder(index)
-    vectors = embedder.embed_queries([q.text for q in queries])
+    hybrid = HybridPipeline(runtime.backend, runtime.retrieval, runtime.settings.retrieval)
+    vectors = np.asarray([hybrid.query_vector(q.text, index) for q in queries], dtype=np.float32)
     gold_ids = sorted({d for g in golds for d in g})
     docs = runtime.backend.fetch(index, gold_ids)
     gold_terms = {d: set(analyzer_for(doc.lang or language).tokens(bm25_text(doc))) for d, doc in docs.items()}
@@ -128,7 +133,11 @@ def fit_fusion_weights(runtime: Runtime, data: TrainingData, index: str) -> Fusi
     leaks across folds), so that the rerankers learn from pools fused as the served model fuses them.
     """
     cfg = runtime.settings.retrieval
-    lists = [runtime.backend.probe(index, q.text[:cfg.max_query_chars], vector, k=cfg.depth, lang=q.lang)
+    hybrid = runtime.pipeline("hybrid")
+    assert isinstance(hybrid, HybridPipeline)
+    # BM25 as the probe runs it (long questions: their weighted key terms), kNN with the probe's vector.
+    lists = [(hybrid.bm25(q.text, index, k=cfg.depth, filters=None, lang=q.lang),
+              runtime.backend.knn(index, vector, k=cfg.depth))
              for q, vector in zip(data.queries, data.vectors, strict=True)]
     return fit_weights(lists, data.golds, cfg, method="trained")
 
@@ -201,6 +210,32 @@ def policy_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str,
     return rows
 
 
+def law_evidence(runtime: Runtime, models: TrainedModels, data: TrainingData, i: int, index: str,
+                 graph: CorpusGraph, k: int) -> LawEvidence:
+    """The law evidence of training question ``i`` as a search sees it, with ``models``' classifier and
+    fusion weights."""
+    query = data.queries[i]
+    hybrid = runtime.pipeline("hybrid")
+    assert isinstance(hybrid, HybridPipeline)
+    bm25 = hybrid.bm25(query.text, index, k=k, filters=None, lang=query.lang)
+    knn = runtime.backend.knn(index, data.vectors[i], k=k)
+    weights = with_trained(runtime.retrieval(index).weights, models.fusion, runtime.settings.retrieval)
+    ranked = [graph.law_of(h.doc_id) for h in hybrid.fuse(Probe(bm25, knn, data.vectors[i], weights))]
+    clf = models.law_classifier
+    laws = clf.law_probabilities(data.tokens[i], data.vectors[i]) if clf is not None else []
+    return LawEvidence.gather(query.text, laws, ranked, graph.laws())
+
+
+def _law_accuracy(evidence: Sequence[LawEvidence], gold: Sequence[set[str]], mixer: LawMixer) -> dict[str, Any]:
+    """Top-1 and top-3 accuracy of the classifier alone and of the mixed prediction, and the weights."""
+    out: dict[str, Any] = {}
+    for name, model in (("classifier", LawMixer()), ("mixed", mixer)):
+        ranked = [[law for law, _ in model.probabilities(e)] for e in evidence]
+        out[name] = {f"top{k}": round(top_k_accuracy(ranked, gold, k), 4) for k in (1, 3)}
+    out["weights"] = mixer.to_json()["weights"]
+    return out
+
+
 def _view(state: AgenticState, allowed: Sequence[str]) -> PlanView:
     return PlanView(question=state.request["query"], language=state.language, round=state.round, max_rounds=4,
                     allowed=list(allowed), used=state.used, new_per_round=state.new_per_round,
@@ -249,6 +284,9 @@ class CrossValidation:
     singles: dict[tuple[int, int], float]
     joined: dict[tuple[int, int], float]
     both: dict[tuple[int, int], float]
+    rankings: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]]
+    """Per number of rounds, each own question's out-of-fold ranking (its pool's labels and scores, best
+    first, unbalanced)."""
 
     def best_rounds(self) -> int:
         """The rounds with the best recall on the split's own questions, without balancing."""
@@ -263,12 +301,14 @@ def _cv_recall(pools: list[PoolRows], folds: list[list[int]], gold_counts: list[
                singles: int) -> CrossValidation:
     """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`
     and each balance reserve in :data:`~service.pipelines.issue_pool.RESERVES` (numbers below
-    ``singles`` are the split's own questions, the rest joined ones).
+    ``singles`` are the split's own questions, the rest joined ones), and each own question's
+    out-of-fold ranking for each number of rounds.
 
     ``gold_counts`` are the full gold-set sizes, so gold articles missing from a pool count as misses.
     """
     own: dict[tuple[int, int], list[float]] = {(n, r): [] for n in ROUND_GRID for r in RESERVES}
     joined: dict[tuple[int, int], list[float]] = {(n, r): [] for n in ROUND_GRID for r in RESERVES}
+    rankings: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {n: {} for n in ROUND_GRID}
     for held in folds:
         held_set = set(held)
         train = [p for p in pools if p.number not in held_set]
@@ -281,7 +321,10 @@ def _cv_recall(pools: list[PoolRows], folds: list[list[int]], gold_counts: list[
         for n in ROUND_GRID:
             scores = model.booster.predict(matrix, num_iteration=n, num_threads=2)
             for j, pool in enumerate(test):
-                order = np.argsort(-scores[bounds[j]:bounds[j + 1]], kind="stable")
+                part = scores[bounds[j]:bounds[j + 1]]
+                order = np.argsort(-part, kind="stable")
+                if pool.number < singles:
+                    rankings[n][pool.number] = (pool.labels[order], part[order])
                 answers = [pool.answers[i] for i in order]
                 for r in RESERVES:
                     top = order[balanced_order(answers, pool.issues, reserve=r)[:10]]
@@ -289,7 +332,24 @@ def _cv_recall(pools: list[PoolRows], folds: list[list[int]], gold_counts: list[
                     (own if pool.number < singles else joined)[(n, r)].append(recall)
     both = {key: float(np.mean(own[key] + joined[key])) for key in own}
     return CrossValidation({k: float(np.mean(v)) for k, v in own.items()},
-                           {k: float(np.mean(v)) for k, v in joined.items() if v}, both)
+                           {k: float(np.mean(v)) for k, v in joined.items() if v}, both, rankings)
+
+
+def fit_citation_counter(data: TrainingData, parts: list[list[int]],
+                         rankings: dict[int, tuple[np.ndarray, np.ndarray]]) -> CitationCounter:
+    """The citation counter on the whole split, its multiplier tuned on out-of-fold counts and rankings."""
+    texts = [q.text for q in data.queries]
+    counts = [len(g) for g in data.golds]
+    expected = [0.0] * len(texts)
+    for f, held in enumerate(parts):
+        rest = [i for g, p in enumerate(parts) if g != f for i in p]
+        fold_counter = CitationCounter.fit([texts[i] for i in rest], [counts[i] for i in rest])
+        for i in held:
+            expected[i] = fold_counter.expected(texts[i])
+    usable = [i for i in range(len(texts)) if i in rankings]
+    return CitationCounter.fit(texts, counts).tuned([expected[i] for i in usable],
+                                                   [rankings[i][0] for i in usable],
+                                                   [rankings[i][1] for i in usable], [counts[i] for i in usable])
 
 
 def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path, *, folds: int = FOLDS,
@@ -315,8 +375,8 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     data = prepare(runtime, dataset, split, index, graph)
     t = lap("prepare", t)
     fusion = fit_fusion_weights(runtime, data, index)
-    _say(progress, f"fusion weights: bm25 {fusion.bm25:.2f}, knn {1 - fusion.bm25:.2f} "
-                   f"(Recall@10 {fusion.curve[fusion.bm25][0]:.4f} on the split)")
+    _say(progress, f"fusion weights: bm25 {fusion.bm25:.2f}, knn {fusion.knn:.2f} "
+                   f"(Recall@10 {fusion.evidence['curve'][f'{fusion.bm25:.2f}'][0]:.4f} on the split)")
     t = lap("fusion", t)
     _say(progress, "building the corpus vocabulary")
     vocabulary = Vocabulary.build(runtime.backend.scan(index), default_lang=data.language)
@@ -331,6 +391,26 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
         fold_models.append(fit_parts(data, rest, graph, vocabulary, embedder))
         fold_models[-1].fusion = fusion.weights("model")
     t = lap("fold_parts", t)
+
+    # The law mixer, from classifier probabilities that did not see the question. A corpus of one law
+    # (the BGB of GerLayQA, the Civil Code of COLIEE) has nothing to mix: no mixer, no law report.
+    mixer: LawMixer | None = None
+    law_report: dict[str, Any] | None = None
+    if len(graph.laws()) > 1:
+        _say(progress, "fitting the law mixer (classifier, retrieval and mention evidence)")
+        evidence: list[LawEvidence | None] = [None] * len(data.queries)
+        for f, held in enumerate(parts):
+            for i in held:
+                evidence[i] = law_evidence(runtime, fold_models[f], data, i, index, graph, k)
+        gold_laws = [{graph.law_of(d) for d in g} for g in data.golds]
+        mixer = LawMixer.fit([e for e in evidence if e is not None], gold_laws)
+        for models in fold_models:
+            models.law_mixer = mixer
+        law_report = _law_accuracy([e for e in evidence if e is not None], gold_laws, mixer)
+        _say(progress, f"law prediction (out of fold): top-1 {law_report['mixed']['top1']:.3f}, top-3 "
+                       f"{law_report['mixed']['top3']:.3f} (classifier alone "
+                       f"{law_report['classifier']['top1']:.3f} / {law_report['classifier']['top3']:.3f})")
+    t = lap("law_mixer", t)
 
     # The planner policy, from every agent's gains on cross-fitted pools.
     agent_rows: dict[str, tuple[list[np.ndarray], list[int]]] = {}
@@ -374,6 +454,7 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     cv = _cv_recall(agentic_groups, cv_folds, gold_counts, singles=len(data.queries))
     best_agentic = cv.best_rounds()
     reserve = cv.best_reserve(best_agentic)
+    counter = fit_citation_counter(data, parts, cv.rankings[best_agentic])
     single_groups = [p for p in agentic_groups if p.number < len(data.queries)]
     pool_recall = float(np.mean([p.labels.sum() / gold_counts[p.number] for p in single_groups]))
     t = lap("cv", t)
@@ -382,6 +463,8 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     final = fit_parts(data, list(range(len(data.queries))), graph, vocabulary, embedder)
     final.fusion = fusion.weights("model")
     final.planner = policy
+    final.law_mixer = mixer
+    final.citation_counter = counter
     final.issue_reserve = reserve
     final.reranker_agentic = _fit(agentic_groups, best_agentic)
     final.reranker_hybrid = _fit(hybrid_groups, best_agentic, label="learned_hybrid")
@@ -400,7 +483,10 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
                "by_reserve": {str(r): {"own": round(cv.singles[(best_agentic, r)], 4),
                                        "joined": (round(cv.joined[(best_agentic, r)], 4)
                                                   if (best_agentic, r) in cv.joined else None)}
-                              for r in RESERVES}},
+                              for r in RESERVES},
+               "law": law_report,
+               "citation_count": {"multiplier": counter.multiplier, "cliff": counter.cliff,
+                                  "fixed_k": counter.fixed_k}},
         "timings_s": {**timings, "total": round(time.perf_counter() - started, 1)},
     }
     final.info = info

@@ -39,9 +39,12 @@ def test_folds_partition_the_questions() -> None:
 def test_training_writes_every_component(trained) -> None:
     _, out, report = trained
     manifest = json.loads((out / "manifest.json").read_text())
-    assert set(manifest["components"]) == {"law_classifier", "memory", "prior", "term_mapping", "adapter",
-                                           "vocabulary", "planner", "cocitation", "reranker_agentic",
-                                           "reranker_hybrid"}
+    assert set(manifest["components"]) == {"law_classifier", "law_mixer", "memory", "prior", "term_mapping",
+                                           "adapter", "vocabulary", "planner", "cocitation", "citation_counter",
+                                           "reranker_agentic", "reranker_hybrid"}
+    assert 1 <= report["cv"]["citation_count"]["fixed_k"] <= 10
+    law = report["cv"]["law"]
+    assert 0.0 <= law["mixed"]["top1"] <= law["mixed"]["top3"] <= 1.0 and len(law["weights"]) == 4
     assert manifest["questions"] == 8 and manifest["split"] == "dev" and manifest["embedder"] == "use-m3"
     assert 0.0 <= report["cv"]["agentic_recall@10"] <= 1.0 and report["timings_s"]["total"] > 0
     assert report["cv"]["joined_questions"] >= 0 and report["cv"]["issue_reserve"] in (0, 1, 2, 3)
@@ -51,6 +54,10 @@ def test_training_writes_every_component(trained) -> None:
     assert models.memory is not None and len(models.memory) == 8
     assert models.issue_reserve == report["cv"]["issue_reserve"] and models.cocitation is not None
     assert models.law_probabilities("用人单位辞退劳动者") and models.prior.count("17083") == 1
+    # The fusion weights fitted on the split's labels, with the curve that chose them.
+    assert manifest["fusion"]["source"] == "model" and manifest["fusion"]["fusion"] == "linear-zscore"
+    assert models.fusion is not None and models.fusion.bm25 + models.fusion.knn == pytest.approx(1.0)
+    assert manifest["fusion_fit"]["method"] == "trained" and len(manifest["fusion_fit"]["curve"]) == 21
 
 
 def test_pipelines_use_the_trained_models(trained) -> None:
@@ -61,9 +68,13 @@ def test_pipelines_use_the_trained_models(trained) -> None:
     agentic = rt.pipeline("agentic").run(request)
     assert agentic.trace["reranker"]["name"] == "learned" and agentic.trace["models"]["path"] == str(out.resolve())
     assert agentic.trace["law_prediction"]["laws"] and agentic.trace["memory_candidates"] >= 1
+    assert set(agentic.trace["law_prediction"]["evidence"]) == {"named", "cited"}
     assert "17083" in [h.doc_id for h in agentic.hits]
+    assert agentic.trace["fusion_weights"]["source"] == "model"
     hybrid = rt.pipeline("hybrid+rerank").run(request)
     assert hybrid.trace["reranker"]["name"] == "learned_hybrid" and hybrid.trace["rounds"] == 0
+    plain = rt.pipeline("hybrid").run(request)  # reads the weights from the model folder's manifest alone
+    assert plain.trace["fusion_weights"] == {**load_models(out).fusion.to_dict(), "source": "model"}
     assert all(np.isfinite(h.score) for h in hybrid.hits)
 
 

@@ -531,6 +531,11 @@ class EmbeddedIndex:
     def count(self) -> int:
         return int(self.snapshot().manifest["documents"])
 
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many documents contain each analysed term (long-question term selection)."""
+        searcher = self.snapshot().tantivy.searcher()
+        return {t: int(searcher.doc_freq("body", t)) for t in terms}
+
     def stats(self) -> IndexStats:
         snap = self.snapshot()
         manifest = snap.manifest
@@ -831,6 +836,9 @@ class EmbeddedBackend:
 
     def count(self, name: str) -> int:
         return self._existing(name).count()
+
+    def doc_freqs(self, name: str, terms: Sequence[str]) -> dict[str, int]:
+        return self._existing(name).doc_freqs(terms)
 
     def stats(self, name: str) -> IndexStats:
         return self._existing(name).stats()

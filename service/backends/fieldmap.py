@@ -71,6 +71,8 @@ class FieldMap:
         search: engine-analysed text fields for BM25 (``"name^boost"`` allowed).
         language: the documents' language when the index has no language field.
         managed: whether lexsearch created the index (only those accept writes).
+        id_docvalue: a keyword field holding the document id, which searches read from doc values
+            instead of loading each hit's stored fields (lexsearch indices: ``id``; '' = none).
     """
 
     index: str = ""
@@ -83,6 +85,7 @@ class FieldMap:
     search: tuple[str, ...] = ()
     language: str = ""
     managed: bool = False
+    id_docvalue: str = ""
 
     @classmethod
     def lexsearch(cls) -> FieldMap:
@@ -94,6 +97,7 @@ class FieldMap:
             bm25_tokens="bm25",
             search=("body_de", "body_fr", "body_it", "body_en", "body_zh", "body_xx"),
             managed=True,
+            id_docvalue="id",
         )
 
     def applies_to(self, name: str) -> bool:
@@ -112,7 +116,11 @@ class FieldMap:
         return sorted(set(wanted))
 
     def doc_id(self, hit: Mapping[str, Any]) -> str:
-        """The document id of one engine hit (``_id`` or a source field)."""
+        """The document id of one engine hit (the doc-value field, ``_id`` or a source field)."""
+        if self.id_docvalue:
+            values = (hit.get("fields") or {}).get(self.id_docvalue)
+            if values:
+                return str(values[0])
         if self.id == ENGINE_ID:
             return str(hit["_id"])
         value = lookup(hit.get("_source") or {}, self.id)
@@ -122,6 +130,9 @@ class FieldMap:
         """The work id of one engine hit ('' when the document is a work of its own)."""
         if not self.work:
             return ""
+        values = (hit.get("fields") or {}).get(self.work) if self.id_docvalue else None
+        if values:
+            return str(values[0])
         value = lookup(hit.get("_source") or {}, self.work)
         return str(value) if value not in (None, "") else ""
 

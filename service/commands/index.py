@@ -81,8 +81,11 @@ def run(args: argparse.Namespace) -> int:
         for doc_id, reason in list(result.failed.items())[:50]:
             info(f"  {doc_id}: {reason}")
         return 1
+    from service.fusion_calibration import ensure_fusion_quietly
     from service.routing.calibration import ensure_qsi_quietly
 
-    # The corpus changed, so its BM25 score scale may have too: recalibrate routing's QSI.
+    # The corpus changed, so its BM25 score scale may have too: recalibrate routing's QSI, and the
+    # fusion weights (label-free, from passages of the corpus).
     info(ensure_qsi_quietly(runtime.backend, name, language=language, force=True))
+    info(ensure_fusion_quietly(runtime.backend, embedder, name, settings.retrieval, language=language, force=True))
     return 0

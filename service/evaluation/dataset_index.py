@@ -10,8 +10,10 @@ from service.backends.embedded import FileLock
 from service.console import info, progress_enabled
 from service.corpus.datasets import Dataset, LoadReport, load_corpus
 from service.errors import LexsearchError
+from service.fusion_calibration import ensure_fusion_quietly
 from service.indexing import index_fingerprint, rebuild_index
 from service.pipelines.build import Runtime
+from service.retrieval.weights import FUSION_KEY
 
 
 def dataset_index_name(runtime: Runtime, dataset: Dataset) -> str:
@@ -40,6 +42,10 @@ def ensure_dataset_index(runtime: Runtime, dataset: Dataset) -> str:
         from service.routing.calibration import ensure_qsi_quietly
 
         info(ensure_qsi_quietly(backend, name, language=dataset.language))
+    # Label-free fusion weights, once per index (see service/fusion_calibration.py).
+    if FUSION_KEY not in backend.metadata(name):
+        info(ensure_fusion_quietly(backend, runtime.index_embedder(name), name, runtime.settings.retrieval,
+                                   language=dataset.language))
     return name
 
 

@@ -126,5 +126,6 @@ def _trace(state: AgenticState, pipeline: str, reranker: Reranker, note: str, no
         "issues": state.trace.get("issues"),
         "cocitation_candidates": sum(1 for h in state.pool.values() if "cocitation" in h.ranks),
         "models": state.trace.get("models"),
+        "fusion_weights": state.trace.get("fusion_weights"),
         "options": state.options.to_json(),
     }

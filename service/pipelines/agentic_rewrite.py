@@ -75,7 +75,15 @@ class RewriteStep:
                         query_vector=state.vector,
                         graph=resources.graph if state.options.citations else resources.graph.without_citations(),
                         vocabulary=resources.vocabulary,
-                        budget=state.llm_budget(self.settings.llm))
+                        budget=state.llm_budget(self.settings.llm), query_weights=self.query_weights(state))
+
+    def query_weights(self, state: AgenticState) -> dict[str, float] | None:
+        """A long question's BM25 weights, as the probe made them (again for a state restored from JSON)."""
+        if state.term_weights is None:
+            long = self.hybrid.long_query(state.request["query"])
+            state.term_weights = (self.hybrid.long_weights(long, state.request["index"], state.language)
+                                  if long is not None else {})
+        return state.term_weights or None
 
     def _retrieve(self, state: AgenticState, resources: IndexResources, models: TrainedModels | None,
                   rewrites: Sequence[Rewrite]) -> tuple[list[list[Hit]], list[dict[str, float]]]:

@@ -1,12 +1,13 @@
 """Step 1 of an agentic search: the first pool and what the trained models say before any agent runs.
 
 The probe (BM25 + kNN, or the router's) gives the hybrid pool. The law classifier predicts the
-laws the question touches (the LLM picks among them when configured and the prefilter is on), the
-memory of training questions votes for articles (its best candidates join the pool), passes
-restricted to the predicted laws and to the most likely sections add their hits, a multi-issue
-question has each issue searched with its own quota (:mod:`service.pipelines.issue_pool`), the
-training companions of the best candidates join (co-citation), and the planner gets its query
-features.
+laws the question touches, mixed with the laws of the best hits and the laws the question names
+(:mod:`service.agents.law_evidence`; the LLM picks among them when configured and the prefilter is
+on), the memory of training questions votes for articles (its best candidates join the pool), so do
+the articles the question cites, passes restricted to the predicted laws and to the most likely
+sections add their hits, a multi-issue question has each issue searched with its own quota
+(:mod:`service.pipelines.issue_pool`), the training companions of the best candidates join
+(co-citation), and the planner gets its query features.
 
 Example::
 
@@ -24,6 +25,7 @@ import numpy as np
 
 from service.agents.base import AgentName, Evidence
 from service.agents.factory import AgentFactory
+from service.agents.law_evidence import LawEvidence
 from service.agents.prefilter import (
     LawPrediction,
     LlmLawPredictor,
@@ -37,6 +39,7 @@ from service.analysis.chain import analyzer_for
 from service.analysis.language import detect_language
 from service.backends.base import SearchBackend
 from service.config import Settings
+from service.corpus.citations import cites_of
 from service.corpus.model import Filters, Query
 from service.embeddings.base import Embedder
 from service.llm.client import LlmClient
@@ -95,13 +98,13 @@ class AgenticStart:
         vector = probe.vector
         if vector is None:
             with watch.stage("embed"):
-                vector = retrieval.embedder.embed_queries([request.query])[0]
+                vector = self.hybrid.query_vector(request.query, request.index)
         state = AgenticState(
             request={"query": request.query, "index": request.index, "k": request.k,
                      "filters": request.filters.to_dict() if request.filters else None, "lang": request.lang,
                      "explain": request.explain, "qid": request.qid, "options": jsonable_options(request.options)},
             options=options, language=language, terms=terms, vector=vector, pool=seed_pool(self.hybrid.fuse(probe)),
-            resources=resources)
+            resources=resources, term_weights=probe.term_weights if probe.long_query is not None else None)
         state.trace["models"] = ({"path": models.path, "components": models.components()} if models
                                  else "none (offline agents without training; reranker falls back to the pool order)")
         state.trace["fusion_weights"] = probe.weights.to_dict()
@@ -109,6 +112,7 @@ class AgenticStart:
             self._predict_laws(state, models, resources)
         with watch.stage("memory"):
             self._consult_memory(state, models, resources)
+            self._add_cited(state, resources)
         if options.prefilter:
             with watch.stage("prefilter"):
                 self._prefilter(state, resources, probe.weights)
@@ -131,6 +135,12 @@ class AgenticStart:
         clf = models.law_classifier
         section_p = clf.section_probabilities(state.terms, state.vector)
         laws = clf.laws_from(section_p)
+        evidence = None
+        if models.law_mixer is not None:
+            graph = resources.graph
+            evidence = LawEvidence.gather(state.request["query"], laws,
+                                          [graph.law_of(d) for d in by_rank(state.pool, "hybrid")], graph.laws())
+            laws = models.law_mixer.probabilities(evidence)
         prediction = LawPrediction(laws)
         if self.llm is not None and state.options.prefilter:
             graph = resources.graph
@@ -139,6 +149,8 @@ class AgenticStart:
                                                            state.llm_budget(self.settings.llm))
             state.count_llm([prediction.llm] if prediction.llm else [])
         state.law = prediction.to_trace(top=10)
+        if evidence is not None:
+            state.law["evidence"] = evidence.to_trace()
         state.law["laws"] = [[law, p] for law, p in prediction.laws if p > 1e-4][:50]
         order = np.argsort(-section_p)[:50]
         state.law["sections"] = {clf.sections[i]: float(section_p[i]) for i in order if section_p[i] > 1e-4}
@@ -153,6 +165,12 @@ class AgenticStart:
         state.features["memory_top_sim"] = float(sims.max()) if len(sims) else 0.0
         candidates = [d for d, _ in kept[: self.settings.agents.memory_candidates]]
         add_ranked(state.pool, allowed(self.backend, state, candidates), "memory")
+
+    def _add_cited(self, state: AgenticState, resources: IndexResources) -> None:
+        """The articles the question cites (``Art. 725 Abs. 2 OR``) join the pool (ranks ``cited``)."""
+        keys = cites_of(state.request["query"], lang=state.language)
+        ids = list(dict.fromkeys(d for key in keys for d in resources.graph.resolve(key)))
+        add_ranked(state.pool, allowed(self.backend, state, ids), "cited")
 
     def _prefilter(self, state: AgenticState, resources: IndexResources, weights: FusionWeights) -> None:
         """The law-prefiltered pass (several laws) and the section pass (the most likely sections)."""

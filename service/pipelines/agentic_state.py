@@ -167,6 +167,8 @@ class AgenticState:
     docs: dict[str, LegalDoc] = field(default_factory=dict, repr=False, compare=False)
     resources: Any = field(default=None, repr=False, compare=False)
     order: list[str] | None = field(default=None, repr=False, compare=False)
+    term_weights: dict[str, float] | None = field(default=None, repr=False, compare=False)
+    """A long question's BM25 term weights ({} for a short question; None until computed)."""
 
     def search_request(self) -> SearchRequest:
         r = self.request

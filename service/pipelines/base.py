@@ -16,6 +16,7 @@ from service.config import parse_flag
 from service.corpus.model import Filters, Hit, Query
 from service.embeddings.base import Embedder
 from service.errors import InvalidInput
+from service.retrieval.long_query import LongQuery
 from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights
 
 MAX_K = 1000
@@ -118,6 +119,10 @@ class Probe:
     vector: np.ndarray | None
     weights: FusionWeights = DEFAULT_WEIGHTS
     """The fusion weights of the index searched (:mod:`service.retrieval.weights`)."""
+    term_weights: dict[str, float] | None = None
+    """The BM25 term weights of a long question (``None``: BM25 analysed the question's text)."""
+    long_query: LongQuery | None = None
+    """A long question read as passages and question proper (:mod:`service.retrieval.long_query`)."""
 
 
 @runtime_checkable

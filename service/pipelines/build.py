@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import importlib
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -23,7 +24,8 @@ from service.backends.base import SearchBackend
 from service.config import EmbedderSettings, Settings
 from service.embeddings.base import Embedder
 from service.embeddings.cache import CachedEmbedder
-from service.errors import IndexCorrupt, InvalidInput
+from service.errors import IndexCorrupt, InvalidInput, LexsearchError
+from service.fusion_calibration import ensure_fusion_weights
 from service.lazy import built_once
 from service.llm.client import LlmClient
 from service.models import TrainedModels, forget_recent_predictions, load_models, read_trained_fusion
@@ -34,6 +36,8 @@ from service.rerank.cross_encoder import CrossEncoderReranker
 from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights
 from service.routing.laws import ClassifierLawCounter
 from service.routing.router import LawCounter
+
+log = logging.getLogger(__name__)
 
 
 def build_backend(settings: Settings) -> SearchBackend:
@@ -100,6 +104,7 @@ class Runtime:
         self._fixed_embedder = embedder
         self._embedders: dict[EmbedderSettings, CachedEmbedder] = {}
         self._retrieval: dict[str, tuple[float, IndexRetrieval]] = {}
+        self._calibrating = threading.Lock()
         self._llm: LlmClient | None = None
         self._agents: AgentFactory | None = None
         self._cross_encoder: CrossEncoderReranker | None = None
@@ -189,7 +194,12 @@ class Runtime:
         trained = read_trained_fusion(model_dir) if model_dir else None
         if trained is not None and trained.suits(cfg):
             return trained
-        return DEFAULT_WEIGHTS
+        with self._calibrating:  # an index without weights is calibrated once, by the first search
+            try:
+                return ensure_fusion_weights(self.backend, self.index_embedder(index), index, cfg)
+            except LexsearchError as exc:  # too small to calibrate, or the engine refuses metadata
+                log.warning("hybrid search on %s fuses 0.5/0.5: %s", index, exc)
+                return DEFAULT_WEIGHTS
 
     def models(self) -> TrainedModels | None:
         """The trained models of ``index.model_dir`` (``None`` without one), read once per process and

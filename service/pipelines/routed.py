@@ -267,6 +267,8 @@ class RoutedPipeline:
             "candidates": {"bm25": len(probe.bm25), "knn": len(probe.knn)},
             "strategy_trace": outcome.trace,
         }
+        if probe.long_query is not None:
+            trace["long_query"] = probe.long_query.to_trace()
         return SearchResponse(hits=hits, trace=trace, returned=min(cut.returned, len(hits)))
 
     def _budget(self) -> CallBudget | None:

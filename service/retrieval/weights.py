@@ -43,6 +43,7 @@ class RetrievalSettings(Protocol):
     fusion: str
     normalization: str
     rrf_k: int
+    depth: int
     bm25_weight: float | None
     knn_weight: float | None
 
@@ -125,27 +126,29 @@ def fuse(bm25: Sequence[Hit], knn: Sequence[Hit], weights: Mapping[str, float],
 
 @dataclass(frozen=True)
 class FusionFit:
-    """The chosen weights and the evidence: Recall@10 and MRR@10 of every weight on the grid."""
+    """Fitted weights, what they were fitted on (``method``: ``trained`` or the label-free
+    pseudo-queries) and the evidence (the scores that chose them)."""
 
     bm25: float
+    knn: float
     questions: int
-    curve: dict[float, tuple[float, float]]
     method: str
     fusion: str
+    evidence: dict[str, Any]
+    created: str = ""
 
     def weights(self, source: str) -> FusionWeights:
-        return FusionWeights(self.bm25, round(1.0 - self.bm25, 4), source, self.fusion)
+        return FusionWeights(self.bm25, self.knn, source, self.fusion)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"bm25": self.bm25, "knn": round(1.0 - self.bm25, 4), "questions": self.questions,
-                "method": self.method, "fusion": self.fusion,
-                "curve": {f"{w:.2f}": [round(r, 4), round(m, 4)] for w, (r, m) in self.curve.items()}}
+        return {"bm25": round(self.bm25, 4), "knn": round(self.knn, 4), "questions": self.questions,
+                "method": self.method, "fusion": self.fusion, "created": self.created, **self.evidence}
 
 
 def fit_weights(lists: Sequence[tuple[Sequence[Hit], Sequence[Hit]]], golds: Sequence[set[str]],
                 settings: RetrievalSettings, *, method: str) -> FusionFit:
-    """The BM25 weight of :data:`GRID` whose fusion ranks the gold best (Recall@10 plus MRR@10),
-    the one nearest 0.5 among equals.
+    """The BM25 weight of :data:`GRID` (kNN: one minus it) whose fusion ranks the gold best
+    (Recall@10 plus MRR@10), the one nearest 0.5 among equals; the evidence is each weight's scores.
 
     Args:
         lists: per question, the BM25 and the kNN hits (each retriever's top ``depth``).
@@ -161,9 +164,9 @@ def fit_weights(lists: Sequence[tuple[Sequence[Hit], Sequence[Hit]]], golds: Seq
         raise ValueError("no question with relevant documents to fit fusion weights on")
     curve: dict[float, tuple[float, float]] = {}
     for w in GRID:
-        weights = {"bm25": w, "knn": 1.0 - w}
-        ranked = [[h.doc_id for h in fuse(b, k, weights, settings)] for b, k, _ in rows]
+        ranked = [[h.doc_id for h in fuse(b, k, {"bm25": w, "knn": 1.0 - w}, settings)] for b, k, _ in rows]
         curve[w] = (mean(recall_at(r, g, 10) for r, (_, _, g) in zip(ranked, rows, strict=True)),
                     mean(mrr_at(r, g, 10) for r, (_, _, g) in zip(ranked, rows, strict=True)))
     best = max(GRID, key=lambda w: (round(sum(curve[w]), 6), -abs(w - 0.5)))
-    return FusionFit(best, len(rows), curve, method, fusion_method(settings))
+    evidence = {"curve": {f"{w:.2f}": [round(r, 4), round(m, 4)] for w, (r, m) in curve.items()}}
+    return FusionFit(best, round(1.0 - best, 4), len(rows), method, fusion_method(settings), evidence)

@@ -68,9 +68,11 @@ class EngineBackend:
     def __init__(self, url: str, *, username: str = "", password: str = "", api_key: str = "", ca_cert: str = "",
                  verify_certs: bool = True, timeout_s: float = 10.0, options: EngineSettings | None = None,
                  field_maps: Sequence[FieldMap] = ()) -> None:
-        if not url.startswith(("http://", "https://")):
-            raise InvalidInput(f"{self.api_type.product} URL must start with http:// or https://, got {url!r}")
-        self.connection = BackendSettings(kind=self.kind, url=url.rstrip("/"), username=username, password=password,
+        urls = BackendSettings(url=url).urls
+        for one in urls or (url,):
+            if not one.startswith(("http://", "https://")):
+                raise InvalidInput(f"{self.api_type.product} URL must start with http:// or https://, got {one!r}")
+        self.connection = BackendSettings(kind=self.kind, url=",".join(urls), username=username, password=password,
                                           api_key=api_key, ca_cert=ca_cert, verify_certs=verify_certs,
                                           timeout_s=timeout_s)
         self.options = options or EngineSettings()
@@ -100,7 +102,7 @@ class EngineBackend:
 
     @property
     def url(self) -> str:
-        """The node URL (without a trailing slash)."""
+        """The node URL (without a trailing slash); several, comma-separated, for a cluster."""
         return self.connection.url
 
     @property
@@ -112,8 +114,6 @@ class EngineBackend:
     def api(self) -> EngineApi:
         """The product adapter (raw requests, no error translation)."""
         return self.client.api
-
-    check_name = staticmethod(check_name)
 
     # ----- SearchBackend: lifecycle ------------------------------------------------------------------
 
@@ -232,7 +232,7 @@ class EngineBackend:
         body = self._bm25_body(name, info, query, k=k * self.max_versions(name, info), filters=filters, lang=lang)
         if body is None:
             return []
-        return _hits(self.client.call("search", self.api.search, name, body, index=name), "bm25", info, k)
+        return self._bm25_hits(name, body, info, k)
 
     def bm25_terms(self, name: str, weights: dict[str, float], *, k: int,
                    filters: Filters | None = None) -> list[Hit]:
@@ -241,7 +241,20 @@ class EngineBackend:
         if k <= 0 or not any(w > 0 for w in weights.values()):
             return []
         body = req.bm25_body(weights, k=k * self.max_versions(name, info), filters=filters, fields=info.field_map)
-        return _hits(self.client.call("search", self.api.search, name, body, index=name), "bm25", info, k)
+        return self._bm25_hits(name, body, info, k)
+
+    def _bm25_hits(self, name: str, body: Mapping[str, Any], info: IndexInfo, k: int) -> list[Hit]:
+        response = self.client.call_complete("search", self.api.search, name, body, self._bm25_search_type(info),
+                                             index=name)
+        return engine_hits(response, "bm25", info, k)
+
+    def _bm25_search_type(self, info: IndexInfo) -> str:
+        """'' (the engine's query_then_fetch) or ``dfs_query_then_fetch``, which scores with the statistics of
+        all shards, as one shard (and the embedded engine) would."""
+        wanted = self.options.search_type
+        if wanted == "dfs_query_then_fetch" or (wanted == "auto" and info.shards > 1):
+            return "dfs_query_then_fetch"
+        return ""
 
     def knn(self, name: str, vector: np.ndarray, *, k: int, filters: Filters | None = None) -> list[Hit]:
         """Nearest neighbours by cosine (HNSW, filter applied inside the graph search)."""
@@ -249,7 +262,8 @@ class EngineBackend:
         if k <= 0:
             return []
         body = self._knn_body(info, vector, k=k * self.max_versions(name, info), filters=filters)
-        return _hits(self.client.call("kNN search", self.api.search, name, body, index=name), "knn", info, k)
+        response = self.client.call_complete("kNN search", self.api.search, name, body, index=name)
+        return engine_hits(response, "knn", info, k)
 
     def probe(self, name: str, query: str, vector: np.ndarray, *, k: int, filters: Filters | None = None,
               lang: str = "") -> tuple[list[Hit], list[Hit]]:
@@ -260,13 +274,16 @@ class EngineBackend:
         fetch = k * self.max_versions(name, info)
         knn_body = self._knn_body(info, vector, k=fetch, filters=filters)
         bm25_body = self._bm25_body(name, info, query, k=fetch, filters=filters, lang=lang)
-        bodies = [knn_body] if bm25_body is None else [bm25_body, knn_body]
-        responses = self.client.call("search", self.api.msearch, req.msearch_body(name, bodies), index=name)
+        if bm25_body is None:
+            lines = req.msearch_body(name, [knn_body])
+        else:
+            lines = req.msearch_body(name, [bm25_body, knn_body], [self._bm25_search_type(info), ""])
+        responses = self.client.call_complete("search", self.api.msearch, lines, index=name)
         for item in responses:
             if "error" in item:
                 raise self.client.errors.item_error(item, "search", name)
-        knn_hits = _hits(responses[-1], "knn", info, k)
-        bm25_hits = _hits(responses[0], "bm25", info, k) if bm25_body is not None else []
+        knn_hits = engine_hits(responses[-1], "knn", info, k)
+        bm25_hits = engine_hits(responses[0], "bm25", info, k) if bm25_body is not None else []
         return bm25_hits, knn_hits
 
     def max_versions(self, name: str, info: IndexInfo) -> int:
@@ -311,11 +328,12 @@ class EngineBackend:
         fm = info.field_map
         excludes = _heavy_fields(fm)
         if fm.id == "_id":
-            docs = self.client.call("fetch documents", self.api.mget, name, wanted, excludes, index=name)
+            docs = self.client.call_complete("fetch documents", self.api.mget, name, wanted, excludes, index=name)
             found = [d for d in docs if d.get("found")]
         else:
             body = req.ids_body(wanted, fm, excludes=excludes)
-            found = self.client.call("fetch documents", self.api.search, name, body, index=name)["hits"]["hits"]
+            response = self.client.call_complete("fetch documents", self.api.search, name, body, index=name)
+            found = response["hits"]["hits"]
         out: dict[str, LegalDoc] = {}
         for raw in found:
             doc = _to_doc(fm, raw)
@@ -396,7 +414,7 @@ class EngineBackend:
         return self.client.ping()
 
 
-def _hits(response: Mapping[str, Any], label: str, info: IndexInfo, k: int) -> list[Hit]:
+def engine_hits(response: Mapping[str, Any], label: str, info: IndexInfo, k: int) -> list[Hit]:
     """The engine's hits as lexsearch hits, one per work (at most ``k``)."""
     hits = []
     works: dict[str, str] = {}

@@ -45,6 +45,8 @@ class IndexInfo:
     dim: int
     similarity: str
     indices: tuple[str, ...]
+    shards: int = 1
+    """Primary shards (the most among ``indices``)."""
 
     def score_to_similarity(self, score: float) -> float:
         """Turn an engine kNN score back into the cosine the embedded engine reports.
@@ -119,7 +121,8 @@ class IndexCatalog:
         method = vector_prop.get("method") or {}
         similarity = str(vector_prop.get("similarity") or method.get("space_type") or vector_prop.get("space_type")
                          or "")
-        info = IndexInfo(field_map=fm, meta=meta, dim=dim, similarity=similarity, indices=indices)
+        shards = self.client.call("read the settings", self.client.api.shard_count, name, index=name)
+        info = IndexInfo(field_map=fm, meta=meta, dim=dim, similarity=similarity, indices=indices, shards=shards)
         with self._lock:
             self._infos[name] = (now, info)
         return info
