@@ -140,20 +140,22 @@ class RoutedPipeline:
     # ----- parameters ----------------------------------------------------------------------------
 
     def params(self, index: str) -> RoutingParams:
-        """The routing numbers for ``index``: settings plus its stored calibration (cached for a while)."""
+        """The routing numbers for ``index``: the settings, replaced by the calibration stored with the
+        model folder (else with the index) and the index's QSI calibration (cached for a while)."""
         ttl = self.settings.routing.metadata_ttl_s
         now = time.monotonic()
         with self._lock:
             cached = self._params.get(index)
             if cached is not None and now - cached[0] < ttl:
                 return cached[1]
-        params = RoutingParams.resolve(self.settings.routing, _metadata(self.runtime.backend, index))
+        params = RoutingParams.resolve(self.settings.routing, _metadata(self.runtime.backend, index),
+                                       _model_calibration(self.settings))
         with self._lock:
             self._params[index] = (now, params)
         return params
 
     def forget_params(self, index: str | None = None) -> None:
-        """Drop cached parameters (after ``lexsearch calibrate`` wrote new ones in this process)."""
+        """Drop cached parameters (after a calibration wrote new ones in this process)."""
         with self._lock:
             if index is None:
                 self._params.clear()
@@ -284,6 +286,15 @@ def _metadata(backend: Any, index: str) -> dict[str, Any]:
         return dict(reader(index) or {})
     except NotImplementedError:
         return {}
+
+
+def _model_calibration(settings: Settings) -> dict[str, Any] | None:
+    """The routing calibration stored with the configured model folder, if any."""
+    if not settings.index.model_dir:
+        return None
+    from service.models import stored_routing
+
+    return stored_routing(settings.index.model_dir)
 
 
 def _law_counter(settings: Settings) -> LawCounter | None:
