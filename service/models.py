@@ -289,6 +289,15 @@ def load_models(model_dir: str | Path | None, *, compile_trees: bool = True) -> 
         return models
 
 
+def forget_models(model_dir: str | Path) -> None:
+    """Drop a folder's models from the per-process cache of :func:`load_models` (a temporary folder
+    that is about to go away)."""
+    folder = str(Path(model_dir).resolve())
+    with _CACHE_LOCK:
+        for key in [key for key in _CACHE if key[0] == folder]:
+            del _CACHE[key]
+
+
 def forget_recent_predictions() -> None:
     """Drop the law classifiers' recent predictions in every loaded model folder (see
     :meth:`LawClassifier.forget_recent`)."""
