@@ -524,7 +524,12 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     started = time.perf_counter()
     for step in STEPS:
         begin = time.perf_counter()
-        step.run(run)
+        try:
+            step.run(run)
+        except Exception:
+            if run.models is not None:
+                run.say(f"training step {step.name} failed; the models written to {run.out} work without it")
+            raise
         run.timings[step.name] = round(time.perf_counter() - begin, 1)
     run.timings["total"] = round(time.perf_counter() - started, 1)
     run.info["timings_s"] = dict(run.timings)
