@@ -12,7 +12,7 @@ import pytest
 from service import training
 from service.config import load_settings
 from service.corpus.datasets import Dataset
-from service.errors import ConfigError, DataError, InvalidInput
+from service.errors import ConfigError, DataError, EngineUnavailable, InvalidInput
 from service.models import TrainedModels, load_models, read_models, stored_routing
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
@@ -199,3 +199,21 @@ def test_inputs_are_checked_before_any_long_work(tmp_path: Path, case: str, mess
     with pytest.raises(InvalidInput, match=message):
         train_models(runtime, dataset, split, out, folds=folds, calibration=targets)
     assert not (tmp_path / "indices").exists() and runtime._embedder is None
+
+
+def test_a_failed_calibration_leaves_working_models(trained, tmp_path: Path) -> None:
+    runtime, _, _, _ = trained
+    out = tmp_path / "half"
+    said: list[str] = []
+
+    def unreachable(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise EngineUnavailable("the engine went away")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(training, "collect_fit_data", unreachable)
+        with pytest.raises(EngineUnavailable):
+            train_models(runtime, Dataset(MINI), "dev", out, folds=2, progress=said.append)
+    assert any("calibrate failed" in line and str(out) in line for line in said)
+    models = load_models(out)
+    assert models is not None and models.reranker_agentic is not None and stored_routing(out) is None
+    assert not [p for p in out.iterdir() if p.name.startswith(".calibration-")]
