@@ -224,7 +224,7 @@ def pool_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k
 
 
 def _cv_recall(groups: list[tuple[np.ndarray, np.ndarray, int]], folds: list[list[int]], gold_counts: list[int],
-               ) -> dict[int, float]:
+               bar: tqdm | None = None) -> dict[int, float]:
     """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`.
 
     ``gold_counts`` are the full gold-set sizes, so gold articles missing from a pool count as misses.
@@ -246,6 +246,8 @@ def _cv_recall(groups: list[tuple[np.ndarray, np.ndarray, int]], folds: list[lis
                 part = scores[bounds[j]:bounds[j + 1]]
                 top = np.argsort(-part, kind="stable")[:10]
                 recalls[n].append(float(g[1][top].sum()) / gold_counts[g[2]])
+        if bar is not None:
+            bar.update(1)
     return {n: float(np.mean(v)) for n, v in recalls.items()}
 
 
@@ -423,7 +425,8 @@ def step_rerankers(run: TrainingRun) -> None:
     data = run.prepared()
     gold_counts = [len(g) for g in data.golds]
     run.say("cross-validating the rerankers")
-    cv = _cv_recall(run.agentic_groups, run.parts, gold_counts)
+    with run.bar(len(run.parts), "reranker cv", "fold") as bar:
+        cv = _cv_recall(run.agentic_groups, run.parts, gold_counts, bar)
     run.rounds = max(cv, key=lambda n: cv[n])
     pool_recall = float(np.mean([g[1].sum() / gold_counts[g[2]] for g in run.agentic_groups]))
     run.info["cv"] = {"agentic_recall@10": round(cv[run.rounds], 4), "agentic_rounds": run.rounds,

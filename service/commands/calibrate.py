@@ -31,7 +31,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from service.commands.common import add_common_options, info, progress_enabled, settings_from_args
+from service.commands.common import (
+    add_calibration_options,
+    add_common_options,
+    info,
+    progress_enabled,
+    settings_from_args,
+)
 from service.commands.dataset_index import ensure_dataset_index
 from service.corpus.datasets import Dataset
 from service.errors import ConfigError, InvalidInput
@@ -52,13 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--data", required=True, help="dataset folder (corpus*.jsonl, queries.<split>.tsv, qrels)")
     p.add_argument("--split", required=True, help="training split, e.g. fit or train")
     p.add_argument("--limit", type=int, default=0, help="use only the first N queries (0 = all)")
-    p.add_argument("--recall-target", type=float, default=0.95,
-                   help="Recall@10 to keep, as a share of always running the top tier (default 0.95)")
-    p.add_argument("--latency-budget", type=float, default=0.5,
-                   help="mean latency allowed, as a share of always running the top tier (default 0.5)")
-    p.add_argument("--confidence", type=float, default=0.9,
-                   help="confidence of the bootstrap bounds on which the recall floor and the latency "
-                        "budget must hold (default 0.9)")
+    add_calibration_options(p)
     p.add_argument("--latency-model", metavar="DIR",
                    help="time the tiers with this model folder, the one that will serve (default: --model). "
                         "Recall always comes from --model; only the speed of these models is used, so they may "

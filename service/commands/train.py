@@ -6,7 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from service.commands.common import add_common_options, info, progress_enabled, settings_from_args
+from service.commands.common import (
+    add_calibration_options,
+    add_common_options,
+    info,
+    progress_enabled,
+    settings_from_args,
+)
 from service.corpus.datasets import Dataset
 from service.pipelines.build import Runtime
 
@@ -25,13 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-calibrate", dest="calibrate", action="store_false",
                    help="skip the routing calibration (routed search then uses the index's or the settings' "
                         "thresholds)")
-    p.add_argument("--recall-target", type=float, default=0.95,
-                   help="calibration: Recall@10 to keep, as a share of always running the top tier (default 0.95)")
-    p.add_argument("--latency-budget", type=float, default=0.5,
-                   help="calibration: mean latency allowed, as a share of always running the top tier (default 0.5)")
-    p.add_argument("--confidence", type=float, default=0.9,
-                   help="calibration: confidence of the bootstrap bounds on which the recall floor and the "
-                        "latency budget must hold (default 0.9)")
+    add_calibration_options(p)
     p.add_argument("--json", dest="json_out", metavar="OUT", help="write the training report as JSON")
     add_common_options(p)
     p.set_defaults(run=run)
