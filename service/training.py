@@ -224,20 +224,23 @@ def pool_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k
 
 
 def _cv_recall(groups: list[tuple[np.ndarray, np.ndarray, int]], folds: list[list[int]], gold_counts: list[int],
-               bar: tqdm | None = None) -> dict[int, float]:
-    """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`.
+               bar: tqdm | None = None) -> tuple[dict[int, float], dict[int, LearnedReranker]]:
+    """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`,
+    and the model fitted without each fold (by the fold's number; ``max(ROUND_GRID)`` rounds).
 
     ``gold_counts`` are the full gold-set sizes, so gold articles missing from a pool count as misses.
     """
     recalls: dict[int, list[float]] = {n: [] for n in ROUND_GRID}
-    for held in folds:
+    models: dict[int, LearnedReranker] = {}
+    for f, held in enumerate(folds):
         held_set = set(held)
         train = [g for g in groups if g[2] not in held_set]
         test = [g for g in groups if g[2] in held_set]
         if not test:
             continue
-        model = LearnedReranker.fit(np.concatenate([g[0] for g in train]), np.concatenate([g[1] for g in train]),
-                                    [len(g[1]) for g in train], FEATURE_NAMES, rounds=max(ROUND_GRID))
+        model = models[f] = LearnedReranker.fit(np.concatenate([g[0] for g in train]),
+                                                np.concatenate([g[1] for g in train]), [len(g[1]) for g in train],
+                                                FEATURE_NAMES, rounds=max(ROUND_GRID))
         matrix = np.concatenate([g[0] for g in test])
         bounds = np.cumsum([0] + [len(g[1]) for g in test])
         for n in ROUND_GRID:
@@ -248,7 +251,7 @@ def _cv_recall(groups: list[tuple[np.ndarray, np.ndarray, int]], folds: list[lis
                 recalls[n].append(float(g[1][top].sum()) / gold_counts[g[2]])
         if bar is not None:
             bar.update(1)
-    return {n: float(np.mean(v)) for n, v in recalls.items()}
+    return {n: float(np.mean(v)) for n, v in recalls.items()}, models
 
 
 def check_inputs(settings: Settings, dataset: Dataset, split: str, out: str | Path, *, folds: int = FOLDS,
@@ -335,6 +338,8 @@ class TrainingRun:
     hybrid_groups: list[Group] = field(default_factory=list)
     rounds: int = 0
     """Boosting rounds of the rerankers, chosen by cross-validation."""
+    cv_rerankers: dict[int, LearnedReranker] = field(default_factory=dict)
+    """Per fold, the agentic reranker the cross-validation fitted without it (``max(ROUND_GRID)`` rounds)."""
     models: TrainedModels | None = None
     """The final models, fitted on the whole split."""
     routing: dict[str, Any] | None = None
@@ -426,7 +431,7 @@ def step_rerankers(run: TrainingRun) -> None:
     gold_counts = [len(g) for g in data.golds]
     run.say("cross-validating the rerankers")
     with run.bar(len(run.parts), "reranker cv", "fold") as bar:
-        cv = _cv_recall(run.agentic_groups, run.parts, gold_counts, bar)
+        cv, run.cv_rerankers = _cv_recall(run.agentic_groups, run.parts, gold_counts, bar)
     run.rounds = max(cv, key=lambda n: cv[n])
     pool_recall = float(np.mean([g[1].sum() / gold_counts[g[2]] for g in run.agentic_groups]))
     run.info["cv"] = {"agentic_recall@10": round(cv[run.rounds], 4), "agentic_rounds": run.rounds,
@@ -442,7 +447,8 @@ def step_final(run: TrainingRun) -> None:
     run.say("fitting the final models on the whole split")
     every = list(range(len(data.queries)))
     final = fit_parts(data, every, run.graph, run.vocabulary, run.runtime.embedder.name)
-    agentic, hybrid = _fit_rerankers(run, every)
+    agentic = _fit_reranker(run, run.agentic_groups, every, "learned")
+    hybrid = _fit_reranker(run, run.hybrid_groups, every, "learned_hybrid")
     run.models = replace(final, planner=run.policy, reranker_agentic=agentic, reranker_hybrid=hybrid)
     run.info = {"dataset": run.dataset.name, "data": str(run.dataset.path), "split": run.split,
                 "questions": len(data.queries), "corpus_documents": len(run.graph), "index": run.index,
@@ -562,23 +568,22 @@ def _fit_policy(rows: dict[str, list[tuple[int, np.ndarray, int]]], skip: frozen
                               for agent, r in kept.items()})
 
 
-def _fit_rerankers(run: TrainingRun, rows: Sequence[int]) -> tuple[LearnedReranker, LearnedReranker]:
-    """The agentic and the hybrid reranker, fitted on the pools of the questions in ``rows``."""
+def _fit_reranker(run: TrainingRun, groups: list[Group], rows: Sequence[int], label: str) -> LearnedReranker:
+    """A reranker with the cross-validated number of rounds, fitted on the pools of the questions in ``rows``."""
     keep = set(rows)
-
-    def fit(groups: list[Group], label: str) -> LearnedReranker:
-        chosen = [g for g in groups if g[2] in keep]
-        return LearnedReranker.fit(np.concatenate([g[0] for g in chosen]), np.concatenate([g[1] for g in chosen]),
-                                   [len(g[1]) for g in chosen], FEATURE_NAMES, rounds=run.rounds, label=label)
-
-    return fit(run.agentic_groups, "learned"), fit(run.hybrid_groups, "learned_hybrid")
+    chosen = [g for g in groups if g[2] in keep]
+    return LearnedReranker.fit(np.concatenate([g[0] for g in chosen]), np.concatenate([g[1] for g in chosen]),
+                               [len(g[1]) for g in chosen], FEATURE_NAMES, rounds=run.rounds, label=label)
 
 
 def _held_out_models(run: TrainingRun, f: int) -> TrainedModels:
     """A complete model set that never saw fold ``f``'s questions: the fold's parts, and a planner
-    policy and rerankers (as many trees as the final ones) fitted on the other folds."""
+    policy and rerankers (as many trees as the final ones) fitted on the other folds. The agentic
+    reranker is the cross-validation's model of the fold, cut to the chosen rounds (the same model as
+    a fit with those rounds, without fitting it again)."""
     rest = run.fold_rows(f)
-    agentic, hybrid = _fit_rerankers(run, rest)
+    agentic = run.cv_rerankers[f].first(run.rounds)
+    hybrid = _fit_reranker(run, run.hybrid_groups, rest, "learned_hybrid")
     return replace(run.fold_models[f], planner=_fit_policy(run.policy_rows, frozenset(run.parts[f])),
                    reranker_agentic=agentic, reranker_hybrid=hybrid,
                    info={"data": str(run.dataset.path), "split": f"{run.split} without calibration fold {f + 1}"})
