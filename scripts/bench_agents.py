@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from service.commands.dataset_index import ensure_dataset_index
 from service.config import load_settings
 from service.corpus.datasets import Dataset
 from service.corpus.model import Query
+from service.evaluation.dataset_index import ensure_dataset_index
 from service.evaluation.harness import evaluate, format_table
 from service.pipelines.base import SearchResponse
 from service.pipelines.build import Runtime

@@ -43,9 +43,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from service.apikeys import ApiKeyStore  # noqa: E402
-from service.commands.dataset_index import ensure_dataset_index  # noqa: E402
 from service.config import load_settings  # noqa: E402
 from service.corpus.datasets import Dataset  # noqa: E402
+from service.evaluation.dataset_index import ensure_dataset_index  # noqa: E402
 from service.jobs import JobStore  # noqa: E402
 from service.pipelines.build import Runtime  # noqa: E402
 from service.redisconn import connect  # noqa: E402

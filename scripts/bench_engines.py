@@ -46,8 +46,9 @@ from service.corpus.datasets import Dataset, load_corpus  # noqa: E402
 from service.corpus.views import embedding_text  # noqa: E402
 from service.evaluation import metrics  # noqa: E402
 from service.indexing import index_documents, rebuild_embedded, with_citations  # noqa: E402
+from service.pipelines.base import Probe  # noqa: E402
 from service.pipelines.build import build_embedder  # noqa: E402
-from service.pipelines.hybrid import HybridPipeline, Probe  # noqa: E402
+from service.pipelines.hybrid import HybridPipeline  # noqa: E402
 
 INDEX = "bench-engines"
 

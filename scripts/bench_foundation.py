@@ -20,10 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from service.commands.dataset_index import ensure_dataset_index
 from service.config import load_settings
 from service.corpus.datasets import Dataset, load_corpus
 from service.embeddings.cache import CachedEmbedder
+from service.evaluation.dataset_index import ensure_dataset_index
 from service.evaluation.harness import evaluate, format_table
 from service.indexing import rebuild_embedded
 from service.pipelines.build import Runtime, build_embedder

@@ -41,10 +41,10 @@ from pathlib import Path
 from typing import Any
 
 from service.cli import main as cli_main
-from service.commands.dataset_index import ensure_dataset_index
 from service.config import load_settings
 from service.corpus.datasets import Dataset
 from service.evaluation import metrics
+from service.evaluation.dataset_index import ensure_dataset_index
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime, pipeline_names
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import sys
 import time
 
-from service.commands.dataset_index import ensure_dataset_index
 from service.config import load_settings
 from service.corpus.datasets import Dataset
+from service.evaluation.dataset_index import ensure_dataset_index
 from service.pipelines.build import Runtime
 
 

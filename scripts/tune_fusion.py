@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import argparse
 
-from service.commands.dataset_index import ensure_dataset_index
 from service.config import load_settings
 from service.corpus.datasets import Dataset
+from service.evaluation.dataset_index import ensure_dataset_index
 from service.evaluation.metrics import mean, mrr_at, recall_at
 from service.pipelines.build import Runtime
 from service.retrieval.fusion import linear, rrf

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from service.errors import ConfigError
+from service.plugins import BACKENDS, EMBEDDERS, RERANKERS
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,7 @@ class BackendSettings:
     """Which search engine holds the corpus, and how to reach it."""
 
     kind: str = "embedded"
+    """A name of :data:`service.plugins.BACKENDS`: embedded, opensearch, elasticsearch."""
     url: str = ""
     username: str = ""
     password: str = ""
@@ -61,8 +63,8 @@ class BackendSettings:
 
     def problems(self) -> list[str]:
         out = []
-        if self.kind not in ("embedded", "opensearch", "elasticsearch"):
-            out.append(f"backend.kind must be embedded, opensearch or elasticsearch, not {self.kind!r}")
+        if self.kind not in BACKENDS:
+            out.append(f"backend.kind must be one of {', '.join(BACKENDS.choices())}, not {self.kind!r}")
         if self.kind != "embedded" and not self.url:
             out.append(f"backend.url is required for backend.kind={self.kind}")
         if self.url and not self.url.startswith(("http://", "https://")):
@@ -121,7 +123,8 @@ class EmbedderSettings:
     """Which embedding model turns text into vectors."""
 
     kind: str = "use"
-    """use (multilingual USE v3), e5 (multilingual-e5-small), sentence-transformers, openai."""
+    """A name of :data:`service.plugins.EMBEDDERS`: use (multilingual USE v3), e5 (multilingual-e5-small),
+    sentence-transformers, openai."""
     model_path: str = ""
     url: str = ""
     api_key: str = ""
@@ -132,8 +135,8 @@ class EmbedderSettings:
 
     def problems(self) -> list[str]:
         out = []
-        if self.kind not in ("use", "e5", "sentence-transformers", "openai"):
-            out.append(f"embedder.kind must be use, e5, sentence-transformers or openai, not {self.kind!r}")
+        if self.kind not in EMBEDDERS:
+            out.append(f"embedder.kind must be one of {', '.join(EMBEDDERS.choices())}, not {self.kind!r}")
         if self.kind == "sentence-transformers" and not self.model_path:
             out.append("embedder.model_path is required for embedder.kind=sentence-transformers")
         if self.kind == "openai" and not (self.url and self.model):
@@ -525,16 +528,13 @@ class JobsSettings:
         return out
 
 
-RERANKERS: tuple[str, ...] = ("learned", "llm", "cross-encoder", "none", "auto")
-"""Reranker names of the agentic pipelines (``auto``: the LLM reranker when an LLM is configured)."""
-
-
 @dataclass(frozen=True)
 class AgentSettings:
     """The agentic pipelines (``agentic``, ``hybrid+rerank``): pool building, rounds and rerankers."""
 
     reranker: str = "learned"
-    """Default reranker: learned, llm, cross-encoder, none, or auto (llm when an LLM is configured, else learned)."""
+    """Default reranker, a name of :data:`service.plugins.RERANKERS`: learned, llm, cross-encoder, none, or auto
+    (llm when an LLM is configured, else learned)."""
     max_rounds: int = 4
     """Most planner rounds (a request may ask for fewer)."""
     rewrite_depth: int = 30
@@ -557,8 +557,8 @@ class AgentSettings:
 
     def problems(self) -> list[str]:
         out = []
-        if self.reranker not in RERANKERS:
-            out.append(f"agents.reranker must be learned, llm, cross-encoder, none or auto, not {self.reranker!r}")
+        if self.reranker not in RERANKERS.choices():
+            out.append(f"agents.reranker must be one of {', '.join(RERANKERS.choices())}, not {self.reranker!r}")
         if not 0 <= self.max_rounds <= 4:
             out.append("agents.max_rounds must be between 0 and 4")
         if not 1 <= self.prune_to <= self.rewrite_depth:

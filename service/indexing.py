@@ -22,7 +22,7 @@ from service.corpus.views import embedding_text
 from service.embeddings.cache import CachedEmbedder
 
 if TYPE_CHECKING:
-    from service.backends._engine import EngineBackend
+    from service.backends.engine.backend import EngineBackend
     from service.config import Settings
 
 WRITE_CHUNK = 4096

@@ -52,13 +52,13 @@ from service.agents.rewriters.terminology import QueryAdapter, TermMapping
 from service.agents.vocabulary import Vocabulary
 from service.analysis.chain import analyzer_for
 from service.analysis.language import detect_language
-from service.commands.dataset_index import ensure_dataset_index
 from service.config import Settings
 from service.corpus.datasets import Dataset
 from service.corpus.graph import CorpusGraph
 from service.corpus.model import Query
 from service.corpus.views import bm25_text, embedding_text
 from service.errors import DataError, InvalidInput
+from service.evaluation.dataset_index import ensure_dataset_index
 from service.models import MANIFEST, ROUTING_ENTRY, TrainedModels, forget_models, read_models, update_manifest
 from service.pipelines.agentic import AgenticPipeline, AgenticState
 from service.pipelines.base import SearchRequest

@@ -25,7 +25,6 @@ import importlib
 import json
 import logging
 import os
-import random
 import threading
 import time
 from contextlib import nullcontext
@@ -33,12 +32,13 @@ from typing import Any, Protocol
 
 import redis
 
+from service.backoff import backoff_s
 from service.config import Settings
 from service.corpus.model import LegalDoc
 from service.errors import LexsearchError
 from service.indexing import index_documents
 from service.jobs import JobKind, JobRecord, JobStatus, JobStore
-from service.pipelines.base import SearchResponse
+from service.pipelines.base import SearchResponse, StepwisePipeline
 from service.pipelines.build import Runtime
 from service.redisconn import connect
 from service.search_json import render_response, request_from_json
@@ -48,14 +48,8 @@ from workers.semaphore import RedisSemaphore
 
 log = logging.getLogger("lexsearch.worker")
 
-STEP_METHODS = ("start", "plan", "rewrite", "merge", "finish")
 RETRIEVAL_ONLY = frozenset({"bm25", "dense", "hybrid"})
 """Pipelines that never call an LLM, so their jobs take no LLM slot."""
-
-
-def is_stepwise(pipeline: Any) -> bool:
-    """Whether the pipeline exposes the step-wise interface (see the module docstring)."""
-    return all(callable(getattr(pipeline, name, None)) for name in STEP_METHODS)
 
 
 class Scheduler(Protocol):
@@ -180,7 +174,7 @@ class JobRunner:
         name = job.request["pipeline"]
         request = request_from_json(job.request["search"], default_index=self.ctx.settings.index.name)
         pipeline = self.ctx.runtime.pipeline(name)
-        if is_stepwise(pipeline) and self.ctx.settings.jobs.parallel_steps:
+        if isinstance(pipeline, StepwisePipeline) and self.ctx.settings.jobs.parallel_steps:
             state = pipeline.start(request)
             self.store.save_state(job_id, 0, encode_state(state))
             self._advance(job_id, 0, pipeline, state)
@@ -285,9 +279,9 @@ class JobRunner:
         return "delivered"
 
     def webhook_backoff_s(self, attempt: int) -> float:
-        """Seconds before retry number ``attempt + 1``: exponential, capped, with full jitter."""
+        """Seconds before retry number ``attempt + 1`` (:func:`service.backoff.backoff_s`)."""
         cfg = self.ctx.settings.jobs
-        return random.uniform(0.5, 1.0) * min(cfg.webhook_backoff_max_s, cfg.webhook_backoff_s * 2 ** attempt)
+        return backoff_s(attempt, base_s=cfg.webhook_backoff_s, cap_s=cfg.webhook_backoff_max_s)
 
     # ----- internals -----------------------------------------------------------------------------
 

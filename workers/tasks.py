@@ -25,16 +25,19 @@ from billiard.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 from celery import Celery, Task, chord
 from kombu.exceptions import OperationalError
 
+from service.config import Settings
 from service.errors import EngineUnavailable, LexsearchError, StoreUnavailable
-from service.webhooks import WebhookError
-from workers.celery_app import (
+from service.pipelines.build import import_pipeline_modules
+from service.taskqueue import (
     PUBLISH_RETRY,
     TASK_INGEST,
     TASK_MERGE,
     TASK_REWRITE,
     TASK_RUN_JOB,
     TASK_WEBHOOK,
+    celery_app,
 )
+from service.webhooks import WebhookError
 from workers.runner import JobRunner, WorkerContext
 from workers.semaphore import SlotsBusy
 
@@ -101,8 +104,17 @@ class JobTask(Task):
             log.exception("job %s: could not record the failure", job_id)
 
 
+def make_celery(settings: Settings) -> Celery:
+    """The service's Celery app (:func:`service.taskqueue.celery_app`) with every lexsearch task
+    registered, after importing the extra pipeline modules (``api.pipeline_modules``)."""
+    app = celery_app(settings)
+    import_pipeline_modules(settings)
+    register(app)
+    return app
+
+
 def register(app: Celery) -> None:
-    """Register every lexsearch task on ``app`` (called by :func:`workers.celery_app.make_celery`)."""
+    """Register every lexsearch task on ``app``."""
     jobs = app.lexsearch_settings.jobs  # type: ignore[attr-defined]
     retrying: dict[str, Any] = {
         "bind": True, "base": JobTask, "autoretry_for": TRANSIENT, "max_retries": jobs.max_retries,

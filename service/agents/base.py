@@ -17,16 +17,16 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 import numpy as np
 
 from service.corpus.model import LegalDoc, Query
 
 if TYPE_CHECKING:
-    from service.agents.llm import CallBudget
     from service.agents.vocabulary import VocabularyCheck
     from service.corpus.graph import CorpusGraph
+    from service.llm.budget import CallBudget
 
 
 class AgentName(enum.StrEnum):
@@ -152,12 +152,36 @@ class Evidence:
 
 @runtime_checkable
 class Rewriter(Protocol):
-    """One agent: the question plus evidence in, rewrites out. Never raises for LLM failures."""
+    """One agent: the question plus evidence in, rewrites out. Never raises for LLM failures.
+
+    Every agent has an offline implementation, built by ``Offline<Role>Rewriter.from_models(models)``,
+    and an LLM one, ``Llm<Role>Rewriter(client, offline)``, that falls back to it; both are named in
+    :data:`service.plugins.REWRITERS`.
+    """
 
     agent: str
 
     def rewrite(self, query: Query, evidence: Evidence) -> RewriteOutput:
         """New searches for ``query``; an empty list when the agent has nothing to add."""
+
+
+class TrainedParts(Protocol):
+    """The trained parts offline agents are built from: a :class:`service.models.TrainedModels`
+    (typed loosely here, because the model folder's types sit above the agents)."""
+
+    term_mapping: Any
+    adapter: Any
+    vocabulary: Any
+    planner: Any
+
+
+class OfflineRewriter:
+    """Base of the offline rewriters: those that use no trained part are built without one."""
+
+    @classmethod
+    def from_models(cls, models: TrainedParts | None) -> Self:
+        """The rewriter for a model folder (``None`` = untrained)."""
+        return cls()
 
 
 @dataclass

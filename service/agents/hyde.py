@@ -6,30 +6,48 @@ vocabulary check like every LLM rewrite. Offline, or when the call fails, it add
 
 Example::
 
-    out = HydeRewriter(client).rewrite(query, evidence)
+    out = LlmHydeRewriter(client, OfflineHydeRewriter()).rewrite(query, evidence)
     out.rewrites[0].text      # 'Der Vermieter hat die Mietsicherheit nach Beendigung ...'
 """
 
 from __future__ import annotations
 
-from service.agents.base import AgentName, Evidence, Mode, RewriteOutput
-from service.agents.llm import OUTPUT_SCHEMAS, CallBudget, LlmClient, quote_json
+from service.agents.base import AgentName, Evidence, Mode, OfflineRewriter, RewriteOutput, Rewriter
 from service.agents.rewriters._llm import guard
 from service.agents.rewriters.decompose import choose_parts, split_issues
 from service.corpus.model import Query
+from service.llm.budget import CallBudget
+from service.llm.client import LlmClient
+from service.llm.prompt import quote_json
+from service.llm.schemas import OUTPUT_SCHEMAS
 
 
-class HydeRewriter:
-    """Hypothetical answer passages by the LLM, searched like queries."""
+class OfflineHydeRewriter(OfflineRewriter):
+    """HyDE's offline side: without an LLM there is no hypothetical passage to search."""
 
     agent = AgentName.HYDE.value
 
-    def __init__(self, client: LlmClient | None) -> None:
+    def rewrite(self, query: Query, evidence: Evidence) -> RewriteOutput:
+        return RewriteOutput([], fallback="disabled")
+
+
+class LlmHydeRewriter:
+    """Hypothetical answer passages by the LLM, searched like queries (nothing when the call fails).
+
+    Args:
+        client: the LLM client (``None`` or a disabled one: the offline side answers).
+        offline: what answers without an LLM (default: :class:`OfflineHydeRewriter`).
+    """
+
+    agent = AgentName.HYDE.value
+
+    def __init__(self, client: LlmClient | None, offline: Rewriter | None = None) -> None:
         self.client = client
+        self.offline = offline or OfflineHydeRewriter()
 
     def rewrite(self, query: Query, evidence: Evidence) -> RewriteOutput:
         if self.client is None or not self.client.settings.enabled:
-            return RewriteOutput([], fallback="disabled")
+            return self.offline.rewrite(query, evidence)
         parts = choose_parts(split_issues(query.text, evidence.language)) or [query.text]
         budget = evidence.budget or CallBudget(0, 0)
 

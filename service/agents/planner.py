@@ -29,7 +29,10 @@ from typing import Any
 import numpy as np
 
 from service.agents.base import AgentName, Mode, PlanDecision, PlanView
-from service.agents.llm import OUTPUT_SCHEMAS, CallBudget, LlmClient, quote_json
+from service.llm.budget import CallBudget
+from service.llm.client import LlmClient
+from service.llm.prompt import quote_json
+from service.llm.schemas import OUTPUT_SCHEMAS
 
 MAX_ROUNDS = 4
 QUIET_ROUNDS = 2

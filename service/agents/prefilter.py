@@ -31,7 +31,10 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from service.agents.llm import OUTPUT_SCHEMAS, CallBudget, LlmClient, quote_json
+from service.llm.budget import CallBudget
+from service.llm.client import LlmClient
+from service.llm.prompt import quote_json
+from service.llm.schemas import OUTPUT_SCHEMAS
 from service.retrieval.tfidf import TfidfSpace
 
 log = logging.getLogger(__name__)

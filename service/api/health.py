@@ -14,7 +14,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify
 
 from service.api.context import ServiceContext, service
-from workers.celery_app import QUEUE
+from service.taskqueue import QUEUE
 
 bp = Blueprint("health", __name__)
 
@@ -29,8 +29,7 @@ def check_engine(svc: ServiceContext) -> dict[str, Any]:
     """The engine answers and the default index can be opened."""
     backend = svc.runtime.backend
     index = svc.settings.index.name
-    ping = getattr(backend, "ping", None)
-    if callable(ping) and not ping():
+    if not backend.ping():
         return {"ok": False, "message": "the search engine does not answer"}
     if not backend.exists(index):
         return {"ok": False, "message": f"the default index {index!r} does not exist"}

@@ -16,7 +16,7 @@ from service.apikeys import INDEX_NAME
 from service.corpus.model import LegalDoc
 from service.errors import InvalidInput, LexsearchError
 from service.jobs import JobKind, new_job_id
-from workers.celery_app import TASK_INGEST
+from service.taskqueue import TASK_INGEST
 
 bp = Blueprint("indices", __name__)
 
@@ -24,8 +24,7 @@ bp = Blueprint("indices", __name__)
 def _names() -> list[str]:
     svc = service()
     backend = svc.runtime.backend
-    lister = getattr(backend, "list_indices", None)
-    names = list(lister()) if callable(lister) else [svc.settings.index.name]
+    names = backend.list_indices()
     scope = principal().indices
     if "*" not in scope:
         names = sorted(set(names) & set(scope))

@@ -18,8 +18,8 @@ from service.api.errors import Conflict
 from service.errors import InvalidInput, JobNotFound, StoreUnavailable
 from service.jobs import JobKind, JobRecord, new_job_id
 from service.search_json import request_from_json, request_to_json
+from service.taskqueue import PUBLISH_RETRY, TASK_RUN_JOB, TASK_WEBHOOK
 from service.webhooks import check_callback_url
-from workers.celery_app import PUBLISH_RETRY, TASK_RUN_JOB, TASK_WEBHOOK
 
 bp = Blueprint("jobs", __name__)
 

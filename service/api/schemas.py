@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from service.agents.base import REWRITING_AGENTS
 from service.apikeys import INDEX_NAME
 from service.config import Settings
 from service.corpus.model import FILTER_FIELDS, DocKind
+from service.plugins import RERANKERS
 
 LANGUAGES = ("", "de", "fr", "it", "en", "zh")
-RERANKERS = ("learned", "llm", "cross-encoder", "none")
-AGENTS = ("terminology", "conditions", "decompose", "supportive", "repair")
 JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled", "expired")
 MAX_FILTER_VALUES = 50
 MAX_TEXT_CHARS = 200_000
@@ -54,9 +54,10 @@ def _search_properties(settings: Settings, pipelines: list[str], default_pipelin
     filters["date_from"] = {"type": "string", "format": "date", "example": "2020-01-01"}
     filters["date_to"] = {"type": "string", "format": "date", "example": "2024-12-31"}
     options = {
-        "reranker": {"type": "string", "enum": list(RERANKERS), "description": "Reranker of agentic pipelines."},
-        "agents": {"type": "array", "maxItems": len(AGENTS), "uniqueItems": True,
-                   "items": {"type": "string", "enum": list(AGENTS)},
+        "reranker": {"type": "string", "enum": list(RERANKERS.choices()),
+                     "description": "Reranker of agentic pipelines (auto: llm with an LLM, else learned)."},
+        "agents": {"type": "array", "maxItems": len(REWRITING_AGENTS), "uniqueItems": True,
+                   "items": {"type": "string", "enum": list(REWRITING_AGENTS)},
                    "description": "Rewriting agents the agentic pipeline may use."},
         "max_rounds": {"type": "integer", "minimum": 0, "maximum": 4},
         "prefilter": {"type": "boolean", "description": "Law prefilter (agentic)."},

@@ -65,6 +65,9 @@ class IndexStats:
 class SearchBackend(Protocol):
     """A place where a corpus lives and can be searched by BM25 and by vector.
 
+    Implementations are named in :data:`service.plugins.BACKENDS` and built with
+    ``Class.from_config(settings)``.
+
     Every retrieval method applies ``filters`` inside the retriever, so ``k`` results are the
     best ``k`` among matching documents. Hits carry the retriever's score in
     ``hit.scores["bm25"|"knn"]`` and its 1-based rank in ``hit.ranks``.
@@ -86,6 +89,11 @@ class SearchBackend(Protocol):
     def bm25(self, name: str, query: str, *, k: int, filters: Filters | None = None,
              lang: str = "") -> list[Hit]:
         """BM25 over the analysed text; ``lang`` picks the query analysis ('' = detect)."""
+
+    def bm25_terms(self, name: str, weights: dict[str, float], *, k: int,
+                   filters: Filters | None = None) -> list[Hit]:
+        """BM25 for already-analysed terms, each with a weight (the agents' query expansion and the
+        vocabulary check); terms with a weight of 0 or less are ignored."""
 
     def knn(self, name: str, vector: np.ndarray, *, k: int, filters: Filters | None = None) -> list[Hit]:
         """Nearest neighbours by cosine similarity of L2-normalised vectors."""
@@ -114,3 +122,12 @@ class SearchBackend(Protocol):
 
     def scan(self, name: str) -> Iterator[LegalDoc]:
         """Every live document, in no particular order (for re-indexing and vocabulary building)."""
+
+    def drop(self, name: str) -> None:
+        """Delete the index entirely (on the engines: every version behind the alias); nothing when missing."""
+
+    def list_indices(self) -> list[str]:
+        """The names of the lexsearch indices this backend holds, sorted."""
+
+    def ping(self) -> bool:
+        """Whether the engine answers (``/ready``); never raises for an unreachable engine."""

@@ -1,5 +1,5 @@
-"""The Elasticsearch backend (elasticsearch-py 8.x): the client calls behind
-:class:`~service.backends._engine.EngineBackend`.
+"""The Elasticsearch backend: the requests of :class:`~service.backends.engine.backend.EngineBackend` on
+elasticsearch-py 8.x.
 
 Vectors live in a ``dense_vector`` field (HNSW, cosine, no quantisation). elasticsearch-py checks
 that the server is Elasticsearch, which is why OpenSearch has its own adapter. The 8.x client is
@@ -17,47 +17,56 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from service.backends._engine import EngineBackend, Failure, FailureKind, error_parts, short_text
 from service.backends._requests import Engine
+from service.backends.engine.backend import EngineBackend
+from service.backends.engine.errors import Failure, FailureKind, error_parts, short_text
+from service.config import BackendSettings, EngineSettings
 
 
-class ElasticsearchBackend(EngineBackend):
-    """A :class:`~service.backends.base.SearchBackend` on Elasticsearch 8.x (args as :class:`EngineBackend`)."""
+class ElasticsearchApi:
+    """The :class:`~service.backends.engine.client.EngineApi` of Elasticsearch 8.x, on elasticsearch-py 8.x."""
 
-    kind = "elasticsearch"
     engine = Engine.ELASTICSEARCH
+    kind = "elasticsearch"
     product = "Elasticsearch"
     start_hint = "`scripts/elasticsearch-local start`"
+
+    def __init__(self, connection: BackendSettings, options: EngineSettings) -> None:
+        self.connection = connection
+        self.options = options
+        self.client = self._new_client()
 
     def _new_client(self) -> Any:
         from elasticsearch import Elasticsearch
 
+        conn = self.connection
         return Elasticsearch(
-            self.url,
-            basic_auth=(self.username, self.password) if self.username else None,
-            api_key=self.api_key or None,
-            ca_certs=self.ca_cert or None,
-            verify_certs=self.verify_certs,
-            ssl_show_warn=self.verify_certs,
-            request_timeout=self.timeout_s,
+            conn.url,
+            basic_auth=(conn.username, conn.password) if conn.username else None,
+            api_key=conn.api_key or None,
+            ca_certs=conn.ca_cert or None,
+            verify_certs=conn.verify_certs,
+            ssl_show_warn=conn.verify_certs,
+            request_timeout=conn.timeout_s,
             max_retries=1,
             retry_on_timeout=False,
         )
 
-    def _slow(self) -> Any:
+    def slow(self) -> Any:
+        """The client with the timeout of bulk and admin requests."""
         return self.client.options(request_timeout=self.options.bulk_timeout_s)
 
-    def _info_request(self, timeout: float) -> Mapping[str, Any]:
+    def info(self, timeout: float) -> Mapping[str, Any]:
         return self.client.options(request_timeout=timeout).info().body
 
-    def _check_product(self, info: Mapping[str, Any]) -> str:
+    def check_product(self, info: Mapping[str, Any]) -> str:
         number = str((info.get("version") or {}).get("number", "0"))
         major = number.split(".")[0]
         if not major.isdigit() or int(major) < 8:
             return f"runs Elasticsearch {number}; lexsearch needs 8.x (dense_vector kNN with filters)"
         return ""
 
-    def _classify(self, exc: Exception) -> Failure | None:
+    def classify(self, exc: Exception) -> Failure | None:
         import elasticsearch as es
 
         if isinstance(exc, es.UnsupportedProductError):
@@ -74,29 +83,29 @@ class ElasticsearchBackend(EngineBackend):
             return Failure(FailureKind.UNREACHABLE, "N/A", str(exc))
         return None
 
-    def _search(self, index: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+    def search(self, index: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
         return self.client.search(index=index, body=dict(body)).body
 
-    def _msearch(self, lines: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
+    def msearch(self, lines: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
         return self.client.msearch(searches=lines).body["responses"]
 
-    def _count(self, index: str) -> int:
+    def count(self, index: str) -> int:
         return int(self.client.count(index=index)["count"])
 
-    def _mget(self, index: str, ids: list[str], excludes: list[str]) -> list[Mapping[str, Any]]:
+    def mget(self, index: str, ids: list[str], excludes: list[str]) -> list[Mapping[str, Any]]:
         return self.client.mget(index=index, ids=ids, source_excludes=excludes or None).body["docs"]
 
-    def _exists(self, name: str) -> bool:
+    def exists(self, name: str) -> bool:
         return bool(self.client.indices.exists(index=name))
 
-    def _create_index(self, index: str, body: Mapping[str, Any]) -> None:
-        self._slow().indices.create(index=index, settings=body.get("settings"), mappings=body.get("mappings"),
+    def create_index(self, index: str, body: Mapping[str, Any]) -> None:
+        self.slow().indices.create(index=index, settings=body.get("settings"), mappings=body.get("mappings"),
                                     aliases=body.get("aliases"))
 
-    def _delete_indices(self, indices: list[str]) -> None:
-        self._slow().indices.delete(index=indices)
+    def delete_indices(self, indices: list[str]) -> None:
+        self.slow().indices.delete(index=indices)
 
-    def _alias_targets(self, alias: str) -> list[str]:
+    def alias_targets(self, alias: str) -> list[str]:
         from elasticsearch import NotFoundError
 
         try:
@@ -104,40 +113,47 @@ class ElasticsearchBackend(EngineBackend):
         except NotFoundError:
             return []
 
-    def _get_aliases(self, pattern: str) -> dict[str, list[str]]:
+    def get_aliases(self, pattern: str) -> dict[str, list[str]]:
         found = self.client.indices.get_alias(index=pattern, allow_no_indices=True, ignore_unavailable=True,
                                                 expand_wildcards="open").body
         return {index: list((body or {}).get("aliases") or {}) for index, body in found.items()}
 
-    def _update_aliases(self, actions: list[dict[str, Any]]) -> None:
-        self._slow().indices.update_aliases(actions=actions)
+    def update_aliases(self, actions: list[dict[str, Any]]) -> None:
+        self.slow().indices.update_aliases(actions=actions)
 
-    def _get_mapping(self, index: str) -> dict[str, Any]:
+    def get_mapping(self, index: str) -> dict[str, Any]:
         return dict(self.client.indices.get_mapping(index=index).body)
 
-    def _put_meta(self, index: str, meta: Mapping[str, Any]) -> None:
+    def put_meta(self, index: str, meta: Mapping[str, Any]) -> None:
         self.client.indices.put_mapping(index=index, meta=dict(meta))
 
-    def _put_settings(self, index: str, settings: Mapping[str, Any]) -> None:
+    def put_settings(self, index: str, settings: Mapping[str, Any]) -> None:
         self.client.indices.put_settings(index=index, settings=dict(settings))
 
-    def _refresh(self, index: str) -> None:
-        self._slow().indices.refresh(index=index)
+    def refresh(self, index: str) -> None:
+        self.slow().indices.refresh(index=index)
 
-    def _forcemerge(self, index: str) -> None:
+    def forcemerge(self, index: str) -> None:
         self.client.options(request_timeout=max(self.options.bulk_timeout_s, 1800.0)).indices.forcemerge(
             index=index, max_num_segments=1)
 
-    def _analyze(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
+    def analyze(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
         return self.client.indices.analyze(**body).body
 
-    def _bulk(self, actions: list[dict[str, Any]]) -> Iterable[tuple[bool, dict[str, Any]]]:
+    def bulk(self, actions: list[dict[str, Any]]) -> Iterable[tuple[bool, dict[str, Any]]]:
         from elasticsearch.helpers import streaming_bulk
 
-        return streaming_bulk(self._slow(), actions, chunk_size=self.options.bulk_chunk, raise_on_error=False,
+        return streaming_bulk(self.slow(), actions, chunk_size=self.options.bulk_chunk, raise_on_error=False,
                               raise_on_exception=False, max_retries=0)
 
-    def _scan(self, index: str, body: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    def scan(self, index: str, body: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
         from elasticsearch.helpers import scan
 
-        return scan(self._slow(), query=dict(body), index=index, size=500, scroll="5m")
+        return scan(self.slow(), query=dict(body), index=index, size=500, scroll="5m")
+
+
+class ElasticsearchBackend(EngineBackend):
+    """A :class:`~service.backends.base.SearchBackend` on Elasticsearch 8.x (args as :class:`EngineBackend`)."""
+
+    api_type = ElasticsearchApi
+    kind = ElasticsearchApi.kind

@@ -21,9 +21,10 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import faiss
 import numpy as np
@@ -32,9 +33,12 @@ import tantivy
 from service.analysis.chain import analyzer_for
 from service.analysis.language import detect_language
 from service.backends.base import IndexReport, IndexStats
+from service.backends.rows import AnalysedDoc, analysed_docs, checked_vectors
 from service.corpus.model import FILTER_FIELDS, Filters, Hit, LegalDoc
-from service.corpus.views import bm25_text
 from service.errors import IndexCorrupt, IndexNotFound, InvalidInput
+
+if TYPE_CHECKING:
+    from service.config import Settings
 
 FORMAT_VERSION = 1
 HNSW_M = 32
@@ -311,84 +315,38 @@ class EmbeddedIndex:
         report = IndexReport(sent=len(docs))
         if len(docs) == 0:
             return report
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        dim = int(self.manifest["dim"])
-        if vectors.shape != (len(docs), dim):
-            raise InvalidInput(f"expected vectors of shape ({len(docs)}, {dim}), got {vectors.shape}")
-        latest = {doc.id: position for position, doc in enumerate(docs)}
+        vectors = checked_vectors(docs, vectors, int(self.manifest["dim"]))
         with self._lock, FileLock(self.path / WRITE_LOCK):
             snap = self._fresh()
-            manifest = dict(snap.manifest)
-            manifest["state"] = "writing"
-            self._save_manifest(manifest)
-            # Searches keep using the snapshot's vector index; the write changes a private copy.
-            index = faiss.clone_index(snap.vectors)
-            writer = snap.tantivy.writer(heap_size=128_000_000, num_threads=1)
-            db = sqlite3.connect(self.path / "docs.sqlite", timeout=30)
-            next_iid = int(manifest["next_iid"])
-            languages = set(manifest["languages"])
-            dead = int(manifest["dead_vectors"])
-            is_flat = manifest["vector_index"] == "flat"
-            new_iids: list[int] = []
-            new_vectors: list[np.ndarray] = []
-            try:
-                for position, doc in enumerate(docs):
-                    if latest[doc.id] != position:
-                        continue  # a later line of the same batch replaces this one
-                    try:
-                        lang = doc.lang or manifest["language"] or detect_language(doc.text)
-                        tokens = analyzer_for(lang).tokens(bm25_text(doc))
-                        vec = vectors[position]
-                        if not np.all(np.isfinite(vec)):
-                            raise ValueError("vector has non-finite values")
-                    except Exception as exc:  # one bad document must not sink the batch
-                        report.failed[doc.id] = f"{type(exc).__name__}: {exc}"
-                        continue
-                    old = snap.iid_of.get(doc.id)
+            items = analysed_docs(docs, vectors, default_language=snap.manifest["language"], failed=report.failed)
+            with self._batch(snap, heap_size=128_000_000) as batch:
+                for item in items:
+                    old = snap.iid_of.get(item.doc.id)
                     if old is not None:
-                        writer.delete_documents_by_term("id", doc.id)
-                        db.execute("DELETE FROM docs WHERE iid = ?", (old,))
-                        dead += _remove_vector(index, old, is_flat)
-                    iid = next_iid
-                    next_iid += 1
-                    values = {c: getattr(doc, c) if c != "kind" else doc.kind.value for c in _DOC_COLUMNS}
-                    values["lang"] = lang
-                    tdoc = tantivy.Document()
-                    tdoc.add_text("id", doc.id)
-                    tdoc.add_unsigned("iid", iid)
-                    tdoc.add_text("body", " ".join(tokens))
-                    for column, value in values.items():
-                        tdoc.add_text(column, value)
-                    tdoc.add_integer("date", _date_num(doc.date))
-                    writer.add_document(tdoc)
-                    stored = doc.to_dict()
-                    stored["lang"] = lang
-                    db.execute(
-                        "INSERT INTO docs (iid, id, doc, date, " + ", ".join(_DOC_COLUMNS) + ") VALUES ("
-                        + ", ".join("?" * (4 + len(_DOC_COLUMNS))) + ")",
-                        (iid, doc.id, json.dumps(stored, ensure_ascii=False), _date_num(doc.date),
-                         *(values[c] for c in _DOC_COLUMNS)),
-                    )
-                    languages.add(lang)
-                    new_iids.append(iid)
-                    new_vectors.append(vec)
+                        batch.remove(item.doc.id, old)
+                    batch.add(item)
                     report.indexed += 1
-                if new_iids:
-                    index.add_with_ids(np.stack(new_vectors), np.asarray(new_iids, dtype=np.int64))
-                writer.commit()
-                writer.wait_merging_threads()
-                db.commit()
-                documents = int(db.execute("SELECT COUNT(*) FROM docs").fetchone()[0])
-            except BaseException:
-                db.rollback()
-                writer.rollback()
-                raise
-            finally:
-                db.close()
-            manifest.update(next_iid=next_iid, documents=documents, languages=sorted(languages),
-                            dead_vectors=dead, updated=time.strftime("%Y-%m-%dT%H:%M:%S"))
-            self._commit_vectors(manifest, index)
         return report
+
+    @contextmanager
+    def _batch(self, snap: _Snapshot, *, heap_size: int) -> Iterator[_WriteBatch]:
+        """One write transaction over the three stores, published as a new manifest when the block succeeds.
+
+        The manifest on disk says ``writing`` until then, so an interrupted write is detected on open.
+        """
+        manifest = dict(snap.manifest)
+        manifest["state"] = "writing"
+        self._save_manifest(manifest)
+        batch = _WriteBatch(self.path, snap, manifest, heap_size=heap_size)
+        try:
+            yield batch
+            batch.commit()
+        except BaseException:
+            batch.rollback()
+            raise
+        finally:
+            batch.close()
+        self._commit_vectors(batch.manifest, batch.vectors)
 
     def _commit_vectors(self, manifest: dict[str, Any], index: Any) -> None:
         """Rebuild the vector index if due, persist it, and publish the new manifest."""
@@ -437,31 +395,9 @@ class EmbeddedIndex:
             present = [(doc_id, snap.iid_of[doc_id]) for doc_id in dict.fromkeys(ids) if doc_id in snap.iid_of]
             if not present:
                 return 0
-            manifest = dict(snap.manifest)
-            is_flat = manifest["vector_index"] == "flat"
-            manifest["state"] = "writing"
-            self._save_manifest(manifest)
-            index = faiss.clone_index(snap.vectors)
-            writer = snap.tantivy.writer(heap_size=32_000_000, num_threads=1)
-            db = sqlite3.connect(self.path / "docs.sqlite", timeout=30)
-            dead = int(manifest["dead_vectors"])
-            try:
+            with self._batch(snap, heap_size=32_000_000) as batch:
                 for doc_id, iid in present:
-                    writer.delete_documents_by_term("id", doc_id)
-                    db.execute("DELETE FROM docs WHERE iid = ?", (iid,))
-                    dead += _remove_vector(index, iid, is_flat)
-                writer.commit()
-                writer.wait_merging_threads()
-                db.commit()
-                manifest["documents"] = int(db.execute("SELECT COUNT(*) FROM docs").fetchone()[0])
-            except BaseException:
-                db.rollback()
-                writer.rollback()
-                raise
-            finally:
-                db.close()
-            manifest.update(dead_vectors=dead, updated=time.strftime("%Y-%m-%dT%H:%M:%S"))
-            self._commit_vectors(manifest, index)
+                    batch.remove(doc_id, iid)
             return len(present)
 
     # ----- reading -------------------------------------------------------------------------------
@@ -582,6 +518,97 @@ class EmbeddedIndex:
         )
 
 
+_INSERT = ("INSERT INTO docs (iid, id, doc, date, " + ", ".join(_DOC_COLUMNS) + ") VALUES ("
+           + ", ".join("?" * (4 + len(_DOC_COLUMNS))) + ")")
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One analysed document as the embedded engine stores it: a tantivy document, a SQLite row, a vector."""
+
+    iid: int
+    item: AnalysedDoc
+
+    @property
+    def columns(self) -> dict[str, str]:
+        """The filter column values (the resolved language, the kind's name)."""
+        doc = self.item.doc
+        values = {c: getattr(doc, c) for c in _DOC_COLUMNS}
+        values.update(kind=doc.kind.value, lang=self.item.lang)
+        return values
+
+    def tantivy_document(self, columns: dict[str, str]) -> tantivy.Document:
+        """The BM25 document: id, internal id, the analysed tokens, the filter columns and the date."""
+        tdoc = tantivy.Document()
+        tdoc.add_text("id", self.item.doc.id)
+        tdoc.add_unsigned("iid", self.iid)
+        tdoc.add_text("body", " ".join(self.item.tokens))
+        for column, value in columns.items():
+            tdoc.add_text(column, value)
+        tdoc.add_integer("date", _date_num(self.item.doc.date))
+        return tdoc
+
+    def sql_values(self, columns: dict[str, str]) -> tuple[Any, ...]:
+        """The ``docs`` table row (see :data:`_INSERT`): the stored document carries the resolved language."""
+        doc = self.item.doc
+        stored = doc.to_dict()
+        stored["lang"] = self.item.lang
+        return (self.iid, doc.id, json.dumps(stored, ensure_ascii=False), _date_num(doc.date),
+                *(columns[c] for c in _DOC_COLUMNS))
+
+
+class _WriteBatch:
+    """The open stores of one write: a tantivy writer, a SQLite connection and a private copy of the
+    vector index (searches keep using the snapshot's until the write is published)."""
+
+    def __init__(self, path: Path, snap: _Snapshot, manifest: dict[str, Any], *, heap_size: int) -> None:
+        self.manifest = manifest
+        self.vectors = faiss.clone_index(snap.vectors)
+        self.writer = snap.tantivy.writer(heap_size=heap_size, num_threads=1)
+        self.db = sqlite3.connect(path / "docs.sqlite", timeout=30)
+        self.is_flat = manifest["vector_index"] == "flat"
+        self.next_iid = int(manifest["next_iid"])
+        self.dead = int(manifest["dead_vectors"])
+        self.languages = set(manifest["languages"])
+        self.new_iids: list[int] = []
+        self.new_vectors: list[np.ndarray] = []
+
+    def remove(self, doc_id: str, iid: int) -> None:
+        """Delete a stored document from all three stores."""
+        self.writer.delete_documents_by_term("id", doc_id)
+        self.db.execute("DELETE FROM docs WHERE iid = ?", (iid,))
+        self.dead += _remove_vector(self.vectors, iid, self.is_flat)
+
+    def add(self, item: AnalysedDoc) -> None:
+        """Store an analysed document under a fresh internal id."""
+        row = _Row(self.next_iid, item)
+        self.next_iid += 1
+        columns = row.columns
+        self.writer.add_document(row.tantivy_document(columns))
+        self.db.execute(_INSERT, row.sql_values(columns))
+        self.languages.add(item.lang)
+        self.new_iids.append(row.iid)
+        self.new_vectors.append(item.vector)
+
+    def commit(self) -> None:
+        """Commit tantivy and SQLite, add the new vectors, and record the outcome in the manifest."""
+        if self.new_iids:
+            self.vectors.add_with_ids(np.stack(self.new_vectors), np.asarray(self.new_iids, dtype=np.int64))
+        self.writer.commit()
+        self.writer.wait_merging_threads()
+        self.db.commit()
+        documents = int(self.db.execute("SELECT COUNT(*) FROM docs").fetchone()[0])
+        self.manifest.update(next_iid=self.next_iid, documents=documents, languages=sorted(self.languages),
+                             dead_vectors=self.dead, updated=time.strftime("%Y-%m-%dT%H:%M:%S"))
+
+    def rollback(self) -> None:
+        self.db.rollback()
+        self.writer.rollback()
+
+    def close(self) -> None:
+        self.db.close()
+
+
 def _remove_vector(index: Any, iid: int, is_flat: bool) -> int:
     """Drop one vector; returns 1 when it stays behind as a dead HNSW node, else 0."""
     if is_flat:
@@ -679,6 +706,13 @@ class EmbeddedBackend:
         self.hnsw_min_docs = hnsw_min_docs
         self._indices: dict[str, EmbeddedIndex] = {}
         self._lock = threading.Lock()
+
+
+    @classmethod
+    def from_config(cls, settings: Settings) -> EmbeddedBackend:
+        """The backend of ``settings`` (``index.root``, ``backend.hnsw_min_docs``); the table rule of
+        :data:`service.plugins.BACKENDS`."""
+        return cls(settings.index.root, hnsw_min_docs=settings.backend.hnsw_min_docs)
 
     def index(self, name: str) -> EmbeddedIndex:
         """The index object for ``name`` (opened lazily)."""

@@ -1,4 +1,4 @@
-"""The OpenSearch backend (opensearch-py): the client calls behind :class:`~service.backends._engine.EngineBackend`.
+"""The OpenSearch backend: the requests of :class:`~service.backends.engine.backend.EngineBackend` on opensearch-py.
 
 Vectors live in a ``knn_vector`` field with the Lucene HNSW engine (the only k-NN engine that
 works with the k-NN plugin published on Maven Central, which has no native libraries).
@@ -16,39 +16,47 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from service.backends._engine import EngineBackend, Failure, FailureKind, error_parts, short_text
 from service.backends._requests import Engine
+from service.backends.engine.backend import EngineBackend
+from service.backends.engine.errors import Failure, FailureKind, error_parts, short_text
+from service.config import BackendSettings, EngineSettings
 
 
-class OpenSearchBackend(EngineBackend):
-    """A :class:`~service.backends.base.SearchBackend` on OpenSearch 2.x (see :class:`EngineBackend` for the args)."""
+class OpenSearchApi:
+    """The :class:`~service.backends.engine.client.EngineApi` of OpenSearch 2.x, on opensearch-py."""
 
-    kind = "opensearch"
     engine = Engine.OPENSEARCH
+    kind = "opensearch"
     product = "OpenSearch"
     start_hint = "`scripts/opensearch-local start`"
+
+    def __init__(self, connection: BackendSettings, options: EngineSettings) -> None:
+        self.connection = connection
+        self.options = options
+        self.client = self._new_client()
 
     def _new_client(self) -> Any:
         from opensearchpy import OpenSearch
 
-        headers = {"Authorization": f"ApiKey {self.api_key}"} if self.api_key else None
+        conn = self.connection
+        headers = {"Authorization": f"ApiKey {conn.api_key}"} if conn.api_key else None
         return OpenSearch(
-            hosts=[self.url],
-            http_auth=(self.username, self.password) if self.username else None,
+            hosts=[conn.url],
+            http_auth=(conn.username, conn.password) if conn.username else None,
             headers=headers,
-            ca_certs=self.ca_cert or None,
-            verify_certs=self.verify_certs,
-            ssl_show_warn=self.verify_certs,
-            timeout=self.timeout_s,
+            ca_certs=conn.ca_cert or None,
+            verify_certs=conn.verify_certs,
+            ssl_show_warn=conn.verify_certs,
+            timeout=conn.timeout_s,
             # one immediate retry covers a dropped keep-alive connection; timeouts are not retried
             max_retries=1,
             retry_on_timeout=False,
         )
 
-    def _info_request(self, timeout: float) -> Mapping[str, Any]:
+    def info(self, timeout: float) -> Mapping[str, Any]:
         return self.client.info(request_timeout=timeout)
 
-    def _check_product(self, info: Mapping[str, Any]) -> str:
+    def check_product(self, info: Mapping[str, Any]) -> str:
         version = info.get("version") or {}
         if version.get("distribution") != "opensearch":
             tagline = info.get("tagline") or version.get("number") or "no version"
@@ -58,7 +66,7 @@ class OpenSearchBackend(EngineBackend):
             return f"runs OpenSearch {version.get('number')}; lexsearch needs 2.4 or later (filtered Lucene kNN)"
         return ""
 
-    def _classify(self, exc: Exception) -> Failure | None:
+    def classify(self, exc: Exception) -> Failure | None:
         from opensearchpy import exceptions as E
 
         if isinstance(exc, E.ConnectionTimeout):
@@ -71,29 +79,29 @@ class OpenSearchBackend(EngineBackend):
             return Failure.from_http(status, error_type, reason)
         return None
 
-    def _search(self, index: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+    def search(self, index: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
         return self.client.search(index=index, body=body)
 
-    def _msearch(self, lines: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
+    def msearch(self, lines: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
         return self.client.msearch(body=lines)["responses"]
 
-    def _count(self, index: str) -> int:
+    def count(self, index: str) -> int:
         return int(self.client.count(index=index)["count"])
 
-    def _mget(self, index: str, ids: list[str], excludes: list[str]) -> list[Mapping[str, Any]]:
+    def mget(self, index: str, ids: list[str], excludes: list[str]) -> list[Mapping[str, Any]]:
         params = {"_source_excludes": ",".join(excludes)} if excludes else {}
         return self.client.mget(index=index, body={"ids": ids}, params=params)["docs"]
 
-    def _exists(self, name: str) -> bool:
+    def exists(self, name: str) -> bool:
         return bool(self.client.indices.exists(index=name))
 
-    def _create_index(self, index: str, body: Mapping[str, Any]) -> None:
+    def create_index(self, index: str, body: Mapping[str, Any]) -> None:
         self.client.indices.create(index=index, body=body, request_timeout=self.options.bulk_timeout_s)
 
-    def _delete_indices(self, indices: list[str]) -> None:
+    def delete_indices(self, indices: list[str]) -> None:
         self.client.indices.delete(index=",".join(indices), request_timeout=self.options.bulk_timeout_s)
 
-    def _alias_targets(self, alias: str) -> list[str]:
+    def alias_targets(self, alias: str) -> list[str]:
         from opensearchpy import NotFoundError
 
         try:
@@ -101,42 +109,49 @@ class OpenSearchBackend(EngineBackend):
         except NotFoundError:
             return []
 
-    def _get_aliases(self, pattern: str) -> dict[str, list[str]]:
+    def get_aliases(self, pattern: str) -> dict[str, list[str]]:
         found = self.client.indices.get_alias(index=pattern, params={"allow_no_indices": "true",
                                                                       "ignore_unavailable": "true"})
         return {index: list((body or {}).get("aliases") or {}) for index, body in found.items()}
 
-    def _update_aliases(self, actions: list[dict[str, Any]]) -> None:
+    def update_aliases(self, actions: list[dict[str, Any]]) -> None:
         self.client.indices.update_aliases(body={"actions": actions}, request_timeout=self.options.bulk_timeout_s)
 
-    def _get_mapping(self, index: str) -> dict[str, Any]:
+    def get_mapping(self, index: str) -> dict[str, Any]:
         return dict(self.client.indices.get_mapping(index=index))
 
-    def _put_meta(self, index: str, meta: Mapping[str, Any]) -> None:
+    def put_meta(self, index: str, meta: Mapping[str, Any]) -> None:
         self.client.indices.put_mapping(index=index, body={"_meta": dict(meta)})
 
-    def _put_settings(self, index: str, settings: Mapping[str, Any]) -> None:
+    def put_settings(self, index: str, settings: Mapping[str, Any]) -> None:
         self.client.indices.put_settings(index=index, body=dict(settings))
 
-    def _refresh(self, index: str) -> None:
+    def refresh(self, index: str) -> None:
         self.client.indices.refresh(index=index, request_timeout=self.options.bulk_timeout_s)
 
-    def _forcemerge(self, index: str) -> None:
+    def forcemerge(self, index: str) -> None:
         # merging HNSW graphs takes minutes on large corpora; the call waits for it
         self.client.indices.forcemerge(index=index, max_num_segments=1,
                                        request_timeout=max(self.options.bulk_timeout_s, 1800.0))
 
-    def _analyze(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
+    def analyze(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
         return self.client.indices.analyze(body=dict(body))
 
-    def _bulk(self, actions: list[dict[str, Any]]) -> Iterable[tuple[bool, dict[str, Any]]]:
+    def bulk(self, actions: list[dict[str, Any]]) -> Iterable[tuple[bool, dict[str, Any]]]:
         from opensearchpy.helpers import streaming_bulk
 
         return streaming_bulk(self.client, actions, chunk_size=self.options.bulk_chunk, raise_on_error=False,
                               raise_on_exception=False, max_retries=0, request_timeout=self.options.bulk_timeout_s)
 
-    def _scan(self, index: str, body: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    def scan(self, index: str, body: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
         from opensearchpy.helpers import scan
 
         return scan(self.client, query=dict(body), index=index, size=500, scroll="5m",
                     request_timeout=self.options.bulk_timeout_s)
+
+
+class OpenSearchBackend(EngineBackend):
+    """A :class:`~service.backends.base.SearchBackend` on OpenSearch 2.x (see :class:`EngineBackend` for the args)."""
+
+    api_type = OpenSearchApi
+    kind = OpenSearchApi.kind

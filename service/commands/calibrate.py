@@ -38,9 +38,9 @@ from service.commands.common import (
     progress_enabled,
     settings_from_args,
 )
-from service.commands.dataset_index import ensure_dataset_index
 from service.corpus.datasets import Dataset
 from service.errors import ConfigError, InvalidInput
+from service.evaluation.dataset_index import ensure_dataset_index
 from service.pipelines.build import Runtime
 from service.routing.calibration import ensure_qsi_calibration
 from service.routing.measure import collect_fit_data

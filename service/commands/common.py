@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from service.config import Settings, load_settings
+from service.console import info, progress_enabled
+from service.plugins import BACKENDS, EMBEDDERS
+
+__all__ = ["add_common_options", "info", "progress_enabled", "settings_from_args"]
 
 
 def add_common_options(parser: argparse.ArgumentParser) -> None:
     """Options every command accepts: config file, backend and its connection, index, embedder, LLM."""
     group = parser.add_argument_group("settings (override LEXSEARCH_* variables and the config file)")
     group.add_argument("--config", help="TOML settings file (default: $LEXSEARCH_CONFIG)")
-    group.add_argument("--backend", choices=["embedded", "opensearch", "elasticsearch"],
+    group.add_argument("--backend", choices=BACKENDS.choices(),
                        help="search engine (default: embedded)")
     group.add_argument("--url", help="engine URL for opensearch/elasticsearch")
     group.add_argument("--username", help="basic-auth user name for the engine")
@@ -23,7 +25,7 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--api-key", dest="engine_api_key", help="engine API key")
     group.add_argument("--ca-cert", help="CA certificate file for the engine's TLS")
     group.add_argument("--index", help="embedded: index folder; engines: index or alias name")
-    group.add_argument("--embedder", choices=["use", "e5", "sentence-transformers", "openai"],
+    group.add_argument("--embedder", choices=EMBEDDERS.choices(),
                        help="embedding model (default: use)")
     group.add_argument("--model-path", help="local model folder for --embedder sentence-transformers")
     group.add_argument("--llm-url", help="OpenAI-compatible LLM base URL (default: offline)")
@@ -64,16 +66,3 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         else:
             settings = settings.replace(index={"name": index})
     return settings
-
-
-def progress_enabled() -> bool:
-    """Progress bars go to stderr, and only when it is a terminal or LEXSEARCH_PROGRESS=1."""
-    flag = os.environ.get("LEXSEARCH_PROGRESS")
-    if flag is not None:
-        return flag not in ("0", "false", "no")
-    return sys.stderr.isatty()
-
-
-def info(message: str) -> None:
-    """A status line on stderr (stdout stays clean for --json output)."""
-    print(message, file=sys.stderr, flush=True)

@@ -7,13 +7,14 @@ import json
 from pathlib import Path
 
 from service.commands.common import add_common_options, info, progress_enabled, settings_from_args
-from service.commands.dataset_index import ensure_dataset_index
 from service.corpus.datasets import Dataset
 from service.corpus.model import Filters
 from service.errors import InvalidInput
+from service.evaluation.dataset_index import ensure_dataset_index
 from service.evaluation.harness import evaluate, format_table
 from service.evaluation.runs import write_run
 from service.pipelines.build import Runtime
+from service.plugins import PIPELINES, RERANKERS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,12 +23,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--data", required=True, help="dataset folder (corpus*.jsonl, queries.<split>.tsv, qrels)")
     p.add_argument("--split", required=True, help="query split, e.g. dev")
     p.add_argument("--pipeline", default="bm25,dense,hybrid",
-                   help="comma-separated pipelines (default bm25,dense,hybrid)")
+                   help=f"comma-separated pipelines among {', '.join(PIPELINES.names())} (default bm25,dense,hybrid)")
     p.add_argument("--k", type=int, default=100, help="ranking depth scored (default 100)")
     p.add_argument("--limit", type=int, default=0, help="evaluate only the first N queries (0 = all)")
     p.add_argument("--filter", action="append", default=[], metavar="FIELD=VALUE")
-    p.add_argument("--reranker", choices=["learned", "llm", "cross-encoder", "none"],
-                   help="reranker for agentic pipelines")
+    p.add_argument("--reranker", choices=RERANKERS.choices(),
+                   help="reranker of the agentic pipelines (auto: llm when an LLM is configured, else learned)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="pipeline option, e.g. --option no_cliff=1 (repeatable)")
     ablation = p.add_argument_group("routed pipeline ablations")

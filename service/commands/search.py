@@ -12,6 +12,7 @@ from service.corpus.model import Filters
 from service.errors import InvalidInput
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
+from service.plugins import PIPELINES, RERANKERS
 from service.retrieval.snippets import make_snippet
 
 DEFAULT_PIPELINE = "routed"
@@ -23,13 +24,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("query", help="the question, in everyday words")
     p.add_argument("--top", type=int, default=10, help="how many results (default 10)")
     p.add_argument("--pipeline", default=None,
-                   help=f"bm25, dense, hybrid, agentic, routed (default {DEFAULT_PIPELINE})")
+                   help=f"{', '.join(PIPELINES.names())} (default {DEFAULT_PIPELINE})")
     p.add_argument("--filter", action="append", default=[], metavar="FIELD=VALUE[,VALUE]",
                    help="restrict to law, kind, lang, court, division, chamber, case_type, citation, "
                         "date_from or date_to (repeatable)")
     p.add_argument("--lang", default="", help="the question's language (default: detect)")
-    p.add_argument("--reranker", choices=["learned", "llm", "cross-encoder", "none"],
-                   help="reranker for agentic pipelines")
+    p.add_argument("--reranker", choices=RERANKERS.choices(),
+                   help="reranker of the agentic pipelines (auto: llm when an LLM is configured, else learned)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--explain", action="store_true", help="include the trace (timings, tiers, agents)")
     add_common_options(p)

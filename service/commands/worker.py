@@ -6,6 +6,7 @@ import argparse
 
 from service.commands.common import add_common_options, info, settings_from_args
 from service.logs import configure_json_logging
+from service.taskqueue import QUEUE
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workers.celery_app import QUEUE, make_celery
+    from workers.tasks import make_celery
 
     settings = settings_from_args(args)
     if args.redis_url:

@@ -19,6 +19,8 @@ from service.errors import ConfigError, EngineUnavailable
 if TYPE_CHECKING:
     import openai
 
+    from service.config import EmbedderSettings
+
 _PROBE_TEXT = "dimension probe"
 
 
@@ -63,6 +65,11 @@ class OpenAIEmbedder:
         self._dim = dim
         self._client: openai.OpenAI | None = None
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, settings: EmbedderSettings) -> OpenAIEmbedder:
+        """The embedder of the ``embedder`` settings; the table rule of :data:`service.plugins.EMBEDDERS`."""
+        return cls(settings.url, settings.model, api_key=settings.api_key, batch_size=settings.batch_size)
 
     @property
     def dim(self) -> int:

@@ -7,11 +7,15 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from service.embeddings.base import l2_normalize
 from service.errors import ConfigError
+
+if TYPE_CHECKING:
+    from service.config import EmbedderSettings
 
 
 class SentenceTransformerEmbedder:
@@ -43,6 +47,11 @@ class SentenceTransformerEmbedder:
         self._lock = threading.Lock()
         digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
         self.name = f"st:{path.name}:{digest}"
+
+    @classmethod
+    def from_config(cls, settings: EmbedderSettings) -> SentenceTransformerEmbedder:
+        """The embedder of the ``embedder`` settings; the table rule of :data:`service.plugins.EMBEDDERS`."""
+        return cls(settings.model_path, batch_size=settings.batch_size)
 
     def _load(self):  # type: ignore[no-untyped-def]
         with self._lock:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from service.embeddings.base import l2_normalize
+
+if TYPE_CHECKING:
+    from service.config import EmbedderSettings
 
 
 class UseEmbedder:
@@ -27,6 +31,11 @@ class UseEmbedder:
         self._threads = threads
         self._model = None
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, settings: EmbedderSettings) -> UseEmbedder:
+        """The embedder of the ``embedder`` settings; the table rule of :data:`service.plugins.EMBEDDERS`."""
+        return cls(threads=settings.threads)
 
     def _encoder(self):  # type: ignore[no-untyped-def]
         with self._lock:

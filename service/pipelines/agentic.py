@@ -48,27 +48,24 @@ from service.agents.base import (
     Rewrite,
     Rewriter,
 )
-from service.agents.hyde import HydeRewriter
-from service.agents.llm import CallBudget, LlmClient
 from service.agents.planner import LlmPlanner, OfflinePlanner
 from service.agents.prefilter import LawPrediction, LlmLawPredictor, prefilter_laws
-from service.agents.rewriters.conditions import LlmConditionsRewriter, OfflineConditionsRewriter
-from service.agents.rewriters.decompose import LlmDecomposeRewriter, OfflineDecomposeRewriter, split_issues
-from service.agents.rewriters.repair import LlmRepairRewriter, OfflineRepairRewriter
-from service.agents.rewriters.supportive import LlmSupportiveRewriter, OfflineSupportiveRewriter
-from service.agents.rewriters.terminology import LlmTerminologyRewriter, OfflineTerminologyRewriter
+from service.agents.rewriters.decompose import split_issues
 from service.agents.vocabulary import Vocabulary, unseen_share
 from service.analysis.chain import analyzer_for
 from service.analysis.language import detect_language
 from service.config import Settings
 from service.corpus.model import Filters, Hit, LegalDoc, Provenance, Query
-from service.errors import ConfigError, InvalidInput
+from service.errors import ConfigError
+from service.llm.budget import CallBudget
+from service.llm.client import LlmClient
 from service.models import TrainedModels, load_models
 from service.pipelines.agentic_state import AgenticOptions, AgenticState, StepResult, jsonable_options
-from service.pipelines.base import SearchRequest, SearchResponse
-from service.pipelines.build import Runtime, register_pipeline
-from service.pipelines.hybrid import HybridPipeline, Probe
-from service.pipelines.resources import IndexResources, term_search
+from service.pipelines.base import Probe, SearchRequest, SearchResponse
+from service.pipelines.build import Runtime
+from service.pipelines.hybrid import HybridPipeline
+from service.pipelines.resources import IndexResources
+from service.plugins import REWRITERS, resolve_reranker
 from service.rerank.base import PoolOrderReranker, RerankContext, Reranker
 from service.rerank.cross_encoder import CrossEncoderReranker
 from service.rerank.features import FEATURE_NAMES, FeatureContext, pool_features, zscores_of
@@ -111,6 +108,11 @@ class AgenticPipeline:
         self._client: LlmClient | None = None
         self._cross_encoder: CrossEncoderReranker | None = None
         self._hybrid: HybridPipeline | None = None
+
+    @classmethod
+    def from_runtime(cls, runtime: Runtime, *, name: str, rounds: bool) -> AgenticPipeline:
+        """The pipeline of :data:`service.plugins.PIPELINES` entry ``name`` (``agentic`` or ``hybrid+rerank``)."""
+        return cls(runtime, name=name, rounds=rounds)
 
     # ----- lazily built parts ------------------------------------------------------------------
 
@@ -156,31 +158,10 @@ class AgenticPipeline:
             cached = self._rewriters.get(key)
         if cached is not None:
             return cached
-        vocabulary = models.vocabulary if models is not None else None
-        offline: Rewriter
-        if agent == AgentName.TERMINOLOGY:
-            offline = OfflineTerminologyRewriter(models.term_mapping if models else None,
-                                                 models.adapter if models else None)
-        elif agent == AgentName.CONDITIONS:
-            offline = OfflineConditionsRewriter(vocabulary)
-        elif agent == AgentName.DECOMPOSE:
-            offline = OfflineDecomposeRewriter()
-        elif agent == AgentName.SUPPORTIVE:
-            offline = OfflineSupportiveRewriter()
-        elif agent == AgentName.REPAIR:
-            offline = OfflineRepairRewriter()
-        elif agent == AgentName.HYDE:
-            offline = HydeRewriter(self.client() if self.llm_enabled else None)
-        else:
-            raise InvalidInput(f"unknown agent {agent!r}")
-        rewriter = offline
-        if self.llm_enabled and agent != AgentName.HYDE:
-            llm_classes: dict[str, Any] = {
-                AgentName.TERMINOLOGY: LlmTerminologyRewriter, AgentName.CONDITIONS: LlmConditionsRewriter,
-                AgentName.DECOMPOSE: LlmDecomposeRewriter, AgentName.SUPPORTIVE: LlmSupportiveRewriter,
-                AgentName.REPAIR: LlmRepairRewriter,
-            }
-            rewriter = llm_classes[agent](self.client(), offline)
+        plugin = REWRITERS.entry(agent)
+        rewriter: Rewriter = plugin.load().from_models(models)
+        if self.llm_enabled:
+            rewriter = plugin.load_llm()(self.client(), rewriter)
         with self._lock:
             self._rewriters[key] = rewriter
         return rewriter
@@ -428,7 +409,6 @@ class AgenticPipeline:
         backend = self.runtime.backend
         to_embed = [r.text for r in rewrites if r.dense and r.vector is None and not r.doc_ids]
         vectors = dict(zip(to_embed, self.runtime.embedder.embed_queries(to_embed), strict=True)) if to_embed else {}
-        search_terms = term_search(backend, request.index)
         priors = self._priors(state, resources)
         out: list[list[Hit]] = []
         evidence: list[dict[str, float]] = []
@@ -442,7 +422,8 @@ class AgenticPipeline:
                 knn: list[Hit] = []
                 if rw.lexical:
                     if rw.terms is not None:
-                        bm25 = search_terms(dict(rw.terms), k=cfg.rewrite_depth, filters=request.filters)
+                        bm25 = backend.bm25_terms(request.index, dict(rw.terms), k=cfg.rewrite_depth,
+                                                  filters=request.filters)
                     else:
                         bm25 = backend.bm25(request.index, rw.text, k=cfg.rewrite_depth, filters=request.filters,
                                             lang=state.language)
@@ -566,8 +547,7 @@ class AgenticPipeline:
 
     def _reranker(self, wanted: str, models: TrainedModels | None) -> tuple[Reranker, str]:
         """The reranker to use and a note when it is not the one asked for."""
-        if wanted == "auto":
-            wanted = "llm" if self.llm_enabled else "learned"
+        wanted = resolve_reranker(wanted, llm_enabled=self.llm_enabled)
         if wanted == "llm":
             if self.llm_enabled:
                 return LlmReranker(self.client(), candidates=self.settings.agents.llm_rerank_candidates), ""
@@ -688,6 +668,3 @@ def _pool_order_ids(state: AgenticState, graph: Any) -> list[str]:
     order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))
     return [hits[i].doc_id for i in order]
 
-
-register_pipeline("agentic", lambda rt: AgenticPipeline(rt, name="agentic"))
-register_pipeline("hybrid+rerank", lambda rt: AgenticPipeline(rt, name="hybrid+rerank", rounds=False))

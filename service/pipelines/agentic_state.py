@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 
 from service.agents.base import REWRITING_AGENTS, Mode, Rewrite
-from service.agents.llm import CallBudget
-from service.config import RERANKERS
 from service.corpus.model import Filters, Hit, LegalDoc, Provenance
 from service.errors import InvalidInput
+from service.llm.budget import CallBudget
 from service.pipelines.base import SearchRequest, option_flag, option_int
+from service.plugins import RERANKERS
 from service.rerank.priors import MemoryVote
 
 # ----- options ---------------------------------------------------------------------------------
@@ -59,8 +59,8 @@ class AgenticOptions:
         values: dict[str, Any] = {}
         if options.get("reranker") not in (None, ""):
             reranker = str(options["reranker"]).strip()
-            if reranker not in RERANKERS:
-                raise InvalidInput(f"unknown reranker {reranker!r}; use one of: {', '.join(RERANKERS)}")
+            if reranker not in RERANKERS.choices():
+                raise InvalidInput(RERANKERS.unknown(reranker))
             values["reranker"] = reranker
         if "agents" in options and options["agents"] is not None:
             raw = options["agents"]

@@ -6,9 +6,11 @@ Celery job; only the entry point differs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
 
 from service.config import parse_flag
 from service.corpus.model import Filters, Hit
@@ -73,14 +75,59 @@ class SearchResponse:
         return self.hits if self.returned is None else self.hits[: self.returned]
 
 
+@dataclass
+class Probe:
+    """The result of one side-by-side BM25 + kNN call (``vector``: the query embedding, when made)."""
+
+    bm25: list[Hit]
+    knn: list[Hit]
+    vector: np.ndarray | None
+
+
 @runtime_checkable
 class Pipeline(Protocol):
-    """Anything that answers a :class:`SearchRequest`."""
+    """Anything that answers a :class:`SearchRequest`.
+
+    The built-in pipelines are named in :data:`service.plugins.PIPELINES`; two capabilities are
+    declared as protocols of their own, and callers ask ``isinstance`` for them:
+    :class:`ProbeReusingPipeline` and :class:`StepwisePipeline`.
+    """
 
     name: str
 
     def run(self, request: SearchRequest) -> SearchResponse:
         """Search; raises :class:`~service.errors.LexsearchError` subclasses for bad input or engines."""
+
+
+@runtime_checkable
+class ProbeReusingPipeline(Pipeline, Protocol):
+    """A pipeline that can start from a BM25 + kNN probe already made (the routed pipeline's), so the
+    retrievers run once per question."""
+
+    def run_with_probe(self, request: SearchRequest, probe: Probe) -> SearchResponse:
+        """Like :meth:`Pipeline.run`, starting from ``probe`` (made for the same query and filters)."""
+
+
+@runtime_checkable
+class StepwisePipeline(Pipeline, Protocol):
+    """A pipeline whose search runs as steps, so the job workers can spread a round's rewrites over
+    tasks: ``start → (plan → rewrite × agents → merge)* → finish``. States and step results travel
+    between processes as JSON (``to_json`` / ``from_json``)."""
+
+    def start(self, request: SearchRequest) -> Any:
+        """The first state of a search."""
+
+    def plan(self, state: Any) -> list[str] | None:
+        """The agents of the next round, or ``None`` to finish."""
+
+    def rewrite(self, state: Any, agent: str) -> Any:
+        """One agent's step of the next round (independent of the round's other agents)."""
+
+    def merge(self, state: Any, results: Sequence[Any]) -> Any:
+        """The state after a round, from the steps of its agents."""
+
+    def finish(self, state: Any) -> SearchResponse:
+        """The answer from the last state."""
 
 
 # ----- request options shared by the pipelines -------------------------------------------------

@@ -10,6 +10,7 @@ Example::
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable
 
@@ -19,78 +20,47 @@ from service.embeddings.base import Embedder
 from service.embeddings.cache import CachedEmbedder
 from service.errors import InvalidInput
 from service.pipelines.base import Pipeline
-from service.pipelines.hybrid import HybridPipeline
+from service.plugins import BACKENDS, EMBEDDERS, PIPELINES
 
 
 def build_backend(settings: Settings) -> SearchBackend:
-    """The configured search backend (clients connect lazily, on first use)."""
-    kind = settings.backend.kind
-    if kind == "embedded":
-        from service.backends.embedded import EmbeddedBackend
-
-        return EmbeddedBackend(settings.index.root, hnsw_min_docs=settings.backend.hnsw_min_docs)
-    if kind == "opensearch":
-        from service.backends.opensearch import OpenSearchBackend
-
-        return OpenSearchBackend.from_settings(settings.backend, settings.engine)
-    if kind == "elasticsearch":
-        from service.backends.elasticsearch import ElasticsearchBackend
-
-        return ElasticsearchBackend.from_settings(settings.backend, settings.engine)
-    raise InvalidInput(f"unknown backend {kind!r}")
+    """The configured search backend, from :data:`~service.plugins.BACKENDS` (clients connect lazily)."""
+    return BACKENDS.entry(settings.backend.kind).load().from_config(settings)
 
 
 def build_embedder(settings: Settings) -> CachedEmbedder:
-    """The configured embedder, wrapped in the disk cache."""
+    """The configured embedder, from :data:`~service.plugins.EMBEDDERS`, wrapped in the disk cache."""
     cfg = settings.embedder
-    inner: Embedder
-    if cfg.kind == "use":
-        from service.embeddings.use import UseEmbedder
-
-        inner = UseEmbedder(threads=cfg.threads)
-    elif cfg.kind == "e5":
-        from service.embeddings.e5 import E5Embedder
-
-        inner = E5Embedder(threads=cfg.threads)
-    elif cfg.kind == "sentence-transformers":
-        from service.embeddings.sentence_transformer import SentenceTransformerEmbedder
-
-        inner = SentenceTransformerEmbedder(cfg.model_path, batch_size=cfg.batch_size)
-    elif cfg.kind == "openai":
-        from service.embeddings.openai_embedder import OpenAIEmbedder
-
-        inner = OpenAIEmbedder(cfg.url, cfg.model, api_key=cfg.api_key, batch_size=cfg.batch_size)
-    else:
-        raise InvalidInput(f"unknown embedder {cfg.kind!r}")
+    inner: Embedder = EMBEDDERS.entry(cfg.kind).load().from_config(cfg)
     return CachedEmbedder(inner, cfg.cache_dir, batch_size=cfg.batch_size)
 
 
 PipelineFactory = Callable[["Runtime"], Pipeline]
-_PIPELINES: dict[str, PipelineFactory] = {
-    "bm25": lambda rt: HybridPipeline(rt.backend, rt.embedder, rt.settings.retrieval, mode="bm25"),
-    "dense": lambda rt: HybridPipeline(rt.backend, rt.embedder, rt.settings.retrieval, mode="dense"),
-    "hybrid": lambda rt: HybridPipeline(rt.backend, rt.embedder, rt.settings.retrieval, mode="hybrid"),
-}
+_EXTRA_PIPELINES: dict[str, PipelineFactory] = {}
 
 
 def register_pipeline(name: str, factory: PipelineFactory) -> None:
-    """Make a pipeline available by name (used by the agentic and routed modules)."""
-    _PIPELINES[name] = factory
+    """Make an extra pipeline available by name, next to those of :data:`~service.plugins.PIPELINES`.
+
+    For modules named in ``api.pipeline_modules`` (see :func:`import_pipeline_modules`).
+
+    Raises:
+        ValueError: for a name of the built-in table.
+    """
+    if name in PIPELINES:
+        raise ValueError(f"pipeline {name!r} is built in")
+    _EXTRA_PIPELINES[name] = factory
+
+
+def import_pipeline_modules(settings: Settings) -> None:
+    """Import ``api.pipeline_modules`` (they register extra pipelines by name)."""
+    for module in settings.api.pipeline_modules:
+        importlib.import_module(module)
 
 
 def pipeline_names() -> list[str]:
-    _load_optional_pipelines()
-    return sorted(_PIPELINES)
-
-
-def _load_optional_pipelines() -> None:
-    # Importing these modules registers their pipelines; they are heavier, so only on demand.
-    for module in ("service.pipelines.agentic", "service.pipelines.routed"):
-        try:
-            __import__(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+    """Every pipeline a request may name: the built-in table, then the registered extras."""
+    return [*PIPELINES.names(), *sorted(_EXTRA_PIPELINES)]
 
 
 class Runtime:
@@ -129,20 +99,24 @@ class Runtime:
         forget_recent_predictions()
 
     def pipeline(self, name: str) -> Pipeline:
-        """The pipeline called ``name``.
+        """The pipeline called ``name`` (built once per runtime).
 
         Raises:
-            InvalidInput: for an unknown name (the message lists the known ones).
+            InvalidInput: for an unknown name (code ``unknown_pipeline``; the message lists the known ones).
         """
         with self._lock:
             pipe = self._pipelines.get(name)
             if pipe is None:
-                if name not in _PIPELINES:
-                    _load_optional_pipelines()
-                factory = _PIPELINES.get(name)
-                if factory is None:
-                    raise InvalidInput(f"unknown pipeline {name!r}; use one of: {', '.join(pipeline_names())}",
-                                       code="unknown_pipeline")
-                pipe = factory(self)
+                pipe = self._build_pipeline(name)
                 self._pipelines[name] = pipe
             return pipe
+
+    def _build_pipeline(self, name: str) -> Pipeline:
+        extra = _EXTRA_PIPELINES.get(name)
+        if extra is not None:
+            return extra(self)
+        if name not in PIPELINES:
+            raise InvalidInput(f"unknown pipeline {name!r}; use one of: {', '.join(pipeline_names())}",
+                               code="unknown_pipeline")
+        plugin = PIPELINES[name]
+        return plugin.load().from_runtime(self, name=name, **plugin.options)

@@ -6,26 +6,18 @@ step of the routed and agentic pipelines.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from service.backends.base import SearchBackend
 from service.config import RetrievalSettings
 from service.corpus.model import Filters, Hit
 from service.embeddings.base import Embedder
-from service.pipelines.base import SearchRequest, SearchResponse
+from service.pipelines.base import Probe, SearchRequest, SearchResponse
 from service.retrieval import fusion
 from service.tracing import Stopwatch
 
-
-@dataclass
-class Probe:
-    """The result of one side-by-side BM25 + kNN call."""
-
-    bm25: list[Hit]
-    knn: list[Hit]
-    vector: np.ndarray | None
+if TYPE_CHECKING:
+    from service.pipelines.build import Runtime
 
 
 class HybridPipeline:
@@ -48,6 +40,11 @@ class HybridPipeline:
         self.settings = settings
         self.mode = mode
         self.name = mode
+
+    @classmethod
+    def from_runtime(cls, runtime: Runtime, *, name: str, mode: str) -> HybridPipeline:
+        """The pipeline of :data:`service.plugins.PIPELINES` entry ``name``, on the runtime's backend and embedder."""
+        return cls(runtime.backend, runtime.embedder, runtime.settings.retrieval, mode=mode)
 
     def probe(self, query: str, index: str, *, k: int, filters: Filters | None, lang: str,
               watch: Stopwatch) -> Probe:
@@ -82,6 +79,13 @@ class HybridPipeline:
         depth = max(request.k, self.settings.depth)
         probe = self.probe(request.query, request.index, k=depth, filters=request.filters,
                            lang=request.lang, watch=watch)
+        return self._answer(request, probe, watch)
+
+    def run_with_probe(self, request: SearchRequest, probe: Probe) -> SearchResponse:
+        """The fusion of ``probe``, without retrieving again (routing tier 0)."""
+        return self._answer(request.validated(self.settings.max_query_chars), probe, Stopwatch())
+
+    def _answer(self, request: SearchRequest, probe: Probe, watch: Stopwatch) -> SearchResponse:
         with watch.stage("fuse"):
             hits = self.fuse(probe)[: request.k]
         trace = {"pipeline": self.name, "timings_ms": watch.to_dict(),

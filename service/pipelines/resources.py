@@ -15,34 +15,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from service.agents.vocabulary import ProbeVocabulary, VocabularyCheck
 from service.backends.base import SearchBackend
 from service.corpus.graph import CorpusGraph
-from service.corpus.model import Hit
 from service.models import TrainedModels
 
 log = logging.getLogger(__name__)
-
-
-def term_search(backend: SearchBackend, index: str) -> Callable[..., list[Hit]]:
-    """A ``(weights, k, filters) -> hits`` BM25 over analysed, weighted terms.
-
-    Uses the backend's ``bm25_terms`` when it has one; otherwise it repeats each term in a text
-    query as often as its rounded weight (an approximation: the backend analyses the text again).
-    """
-    native = getattr(backend, "bm25_terms", None)
-    if callable(native):
-        return lambda weights, k=1, filters=None: native(index, weights, k=k, filters=filters)
-
-    def approximate(weights: dict[str, float], k: int = 1, filters: Any = None) -> list[Hit]:
-        text = " ".join(" ".join([term] * max(1, round(w))) for term, w in weights.items() if w > 0)
-        return backend.bm25(index, text, k=k, filters=filters) if text else []
-
-    return approximate
 
 
 @dataclass
@@ -68,9 +49,8 @@ class IndexResources:
                 except Exception:  # stats are a nicety; language detection then considers every language
                     log.debug("no stats for %s", index, exc_info=True)
                     languages = ()
-                search = term_search(backend, index)
-                cached = IndexResources(graph, ProbeVocabulary(lambda weights: search(weights, k=1)),
-                                        tuple(languages), count)
+                vocabulary = ProbeVocabulary(lambda weights: backend.bm25_terms(index, weights, k=1))
+                cached = IndexResources(graph, vocabulary, tuple(languages), count)
                 _CACHE[key] = cached
         if models is not None and models.vocabulary is not None:
             return IndexResources(cached.graph, models.vocabulary, cached.languages, cached.documents)

@@ -40,15 +40,22 @@ from typing import TYPE_CHECKING, Any
 from service.config import Settings
 from service.corpus.model import Hit
 from service.errors import InvalidInput
-from service.pipelines.base import Pipeline, SearchRequest, SearchResponse, option_flag, option_int
-from service.pipelines.build import register_pipeline
-from service.pipelines.hybrid import HybridPipeline, Probe
+from service.pipelines.base import (
+    Pipeline,
+    Probe,
+    ProbeReusingPipeline,
+    SearchRequest,
+    SearchResponse,
+    option_flag,
+    option_int,
+)
+from service.pipelines.hybrid import HybridPipeline
 from service.retrieval.cut import CutResult, cliff_cut, fixed_cut
 from service.routing.router import ComplexityEstimator, ComplexityReport, LawCounter, Router, RoutingParams, Strategy
 from service.tracing import Stopwatch
 
 if TYPE_CHECKING:
-    from service.agents.llm import LlmClient
+    from service.llm.client import LlmClient
     from service.pipelines.build import Runtime
 
 log = logging.getLogger(__name__)
@@ -127,12 +134,12 @@ class RoutedPipeline:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_runtime(cls, runtime: Runtime) -> RoutedPipeline:
+    def from_runtime(cls, runtime: Runtime, *, name: str = "routed") -> RoutedPipeline:
         """Build from the runtime's settings: the LLM client when configured, the law classifier when trained."""
         settings = runtime.settings
         llm = None
         if settings.llm.enabled and settings.routing.llm_complexity:
-            from service.agents.llm import LlmClient
+            from service.llm.client import LlmClient
 
             llm = LlmClient(settings.llm)
         return cls(runtime, settings, llm=llm, law_count=_law_counter(settings))
@@ -148,7 +155,7 @@ class RoutedPipeline:
             cached = self._params.get(index)
             if cached is not None and now - cached[0] < ttl:
                 return cached[1]
-        params = RoutingParams.resolve(self.settings.routing, _metadata(self.runtime.backend, index),
+        params = RoutingParams.resolve(self.settings.routing, self.runtime.backend.metadata(index),
                                        _model_calibration(self.settings))
         with self._lock:
             self._params[index] = (now, params)
@@ -199,15 +206,8 @@ class RoutedPipeline:
                 raise
             fallback = f"pipeline {strategy.pipeline!r} is not available; ran {FALLBACK_PIPELINE} fusion instead"
             pipe = self.hybrid
-        if isinstance(pipe, HybridPipeline):
-            return StrategyRun(strategy, pipe.name, pipe.fuse(probe)[:depth], {"pipeline": pipe.name}, True, fallback)
-        run_with_probe = getattr(pipe, "run_with_probe", None)
-        if callable(run_with_probe):
-            response = run_with_probe(sub, probe)
-            reused = True
-        else:
-            response = pipe.run(sub)
-            reused = False
+        reused = isinstance(pipe, ProbeReusingPipeline)
+        response = pipe.run_with_probe(sub, probe) if reused else pipe.run(sub)
         return StrategyRun(strategy, pipe.name, list(response.hits), dict(response.trace), reused, fallback)
 
     def cut(self, hits: list[Hit], params: RoutingParams, options: RoutedOptions) -> CutResult:
@@ -272,20 +272,9 @@ class RoutedPipeline:
     def _budget(self) -> Any:
         if self.estimator.llm is None:
             return None
-        from service.agents.llm import CallBudget
+        from service.llm.budget import CallBudget
 
         return CallBudget.from_settings(self.settings.llm)
-
-
-def _metadata(backend: Any, index: str) -> dict[str, Any]:
-    """The index's stored metadata; ``{}`` for a backend that cannot store any."""
-    reader = getattr(backend, "metadata", None)
-    if reader is None:
-        return {}
-    try:
-        return dict(reader(index) or {})
-    except NotImplementedError:
-        return {}
 
 
 def _model_calibration(settings: Settings) -> dict[str, Any] | None:
@@ -305,5 +294,3 @@ def _law_counter(settings: Settings) -> LawCounter | None:
 
     return ClassifierLawCounter(settings.index.model_dir, compile_trees=settings.agents.compiled_trees)
 
-
-register_pipeline("routed", RoutedPipeline.from_runtime)

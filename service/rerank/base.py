@@ -21,7 +21,7 @@ import numpy as np
 from service.corpus.model import Hit, LegalDoc, Query
 
 if TYPE_CHECKING:
-    from service.agents.llm import CallBudget
+    from service.llm.budget import CallBudget
 
 
 @dataclass

@@ -18,8 +18,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from service.agents.llm import OUTPUT_SCHEMAS, CallBudget, LlmClient, quote_documents
 from service.corpus.model import Hit, Query
+from service.llm.budget import CallBudget
+from service.llm.client import LlmClient
+from service.llm.prompt import quote_documents
+from service.llm.schemas import OUTPUT_SCHEMAS
 from service.rerank.base import RerankContext, in_order
 
 MAX_CANDIDATES = 20

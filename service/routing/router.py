@@ -23,12 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 from service.config import RoutingNumbers, RoutingSettings
 from service.corpus.model import Hit
+from service.plugins import resolve_reranker
 from service.routing import complexity as cx
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from service.agents.llm import CallBudget, LlmClient
+    from service.llm.budget import CallBudget
+    from service.llm.client import LlmClient
 
 log = logging.getLogger(__name__)
 
@@ -242,7 +244,7 @@ class ComplexityEstimator:
         report.c_intrinsic = cx.intrinsic(report.c_base, report.c_5d, base_weight=params.base_weight)
 
     def _llm_dimensions(self, question: str, budget: CallBudget) -> tuple[cx.Dimensions | None, dict[str, Any]]:
-        from service.agents.llm import OUTPUT_SCHEMAS
+        from service.llm.schemas import OUTPUT_SCHEMAS
 
         assert self.llm is not None
         outcome = self.llm.complete_json("complexity", {"question": question}, OUTPUT_SCHEMAS["complexity"],
@@ -311,6 +313,6 @@ class Router:
             raise ValueError(f"tier must be between 0 and {len(self.strategies) - 1}, got {tier}")
         chosen = self.strategies[tier]
         if chosen.options.get("reranker") == "auto":
-            options = {**chosen.options, "reranker": "llm" if self.llm_enabled else "learned"}
+            options = {**chosen.options, "reranker": resolve_reranker("auto", llm_enabled=self.llm_enabled)}
             return Strategy(chosen.tier, chosen.pipeline, options)
         return chosen

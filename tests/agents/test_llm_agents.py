@@ -7,8 +7,7 @@ import logging
 import pytest
 
 from service.agents.base import Evidence, EvidenceDoc
-from service.agents.hyde import HydeRewriter
-from service.agents.llm import CallBudget, LlmClient
+from service.agents.hyde import LlmHydeRewriter
 from service.agents.rewriters.conditions import LlmConditionsRewriter, OfflineConditionsRewriter
 from service.agents.rewriters.decompose import LlmDecomposeRewriter, OfflineDecomposeRewriter
 from service.agents.rewriters.repair import LlmRepairRewriter, OfflineRepairRewriter
@@ -18,6 +17,8 @@ from service.agents.vocabulary import Vocabulary
 from service.analysis.chain import analyzer_for
 from service.config import LlmSettings
 from service.corpus.model import LegalDoc, Query
+from service.llm.budget import CallBudget
+from service.llm.client import LlmClient
 from tests.support.openai_server import Delay, OpenAITestServer, Reply, Status
 
 pytestmark = pytest.mark.unit
@@ -118,16 +119,16 @@ def test_every_role_uses_its_prompt(openai_server: OpenAITestServer, cls, offlin
 def test_hyde_writes_one_passage_per_sub_question(openai_server: OpenAITestServer) -> None:
     openai_server.script_chat(Reply(json={"passages": ["Der Arbeitgeber kann das Arbeitsverhältnis mit Frist kündigen",
                                                        "Der Arbeitgeber schuldet die Vergütung"]}))
-    out = HydeRewriter(_client(openai_server)).rewrite(QUERY, _evidence())
+    out = LlmHydeRewriter(_client(openai_server)).rewrite(QUERY, _evidence())
     assert out.mode == "llm" and len(out.rewrites) == 2 and out.rewrites[0].agent == "hyde"
 
 
 def test_hyde_wrong_passage_count_is_rejected_and_adds_nothing(openai_server: OpenAITestServer) -> None:
     openai_server.script_chat(*[Reply(json={"passages": ["nur eine"]})] * 3)
-    out = HydeRewriter(_client(openai_server)).rewrite(QUERY, _evidence())
+    out = LlmHydeRewriter(_client(openai_server)).rewrite(QUERY, _evidence())
     assert out.rewrites == [] and out.fallback.startswith("rejected")
 
 
 def test_hyde_offline_adds_nothing() -> None:
-    out = HydeRewriter(None).rewrite(QUERY, _evidence())
+    out = LlmHydeRewriter(None).rewrite(QUERY, _evidence())
     assert out.rewrites == [] and out.fallback == "disabled"

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from service.agents.base import PlanView
-from service.agents.llm import CallBudget, LlmClient
 from service.agents.planner import (
     POLICY_FEATURES,
     LlmPlanner,
@@ -17,6 +16,8 @@ from service.agents.planner import (
     policy_vector,
 )
 from service.config import LlmSettings
+from service.llm.budget import CallBudget
+from service.llm.client import LlmClient
 from tests.support.openai_server import OpenAITestServer, Reply
 
 pytestmark = pytest.mark.unit

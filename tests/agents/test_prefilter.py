@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from service.agents.llm import CallBudget, LlmClient
 from service.agents.prefilter import LawClassifier, LawPrediction, LlmLawPredictor, _features, prefilter_laws
 from service.config import LlmSettings
+from service.llm.budget import CallBudget
+from service.llm.client import LlmClient
 from tests.support.openai_server import OpenAITestServer, Reply
 
 pytestmark = pytest.mark.unit

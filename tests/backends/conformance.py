@@ -49,6 +49,20 @@ class BackendConformance:
         backend, name = backend_index
         return backend, name, mini_docs, use_embedder
 
+    def test_implements_the_whole_protocol(self, ctx) -> None:
+        backend, name, _, _ = ctx
+        assert isinstance(backend, SearchBackend)
+        assert backend.ping()
+        assert name in backend.list_indices()
+
+    def test_bm25_terms_weights_analysed_terms(self, ctx) -> None:
+        backend, name, _, _ = ctx
+        hits = backend.bm25_terms(name, {"kaution": 2.0, "vermiet": 1.0}, k=3)
+        assert {"BGE_142_III_100", "4A_32/2018"} & {h.doc_id for h in hits}
+        assert [h.ranks["bm25"] for h in hits] == list(range(1, len(hits) + 1))
+        assert backend.bm25_terms(name, {"kaution": 0.0}, k=3) == []
+        assert backend.bm25_terms(name, {"kaution": 1.0}, k=3, filters=Filters.of(kind="statute")) == []
+
     def test_counts_every_document(self, ctx) -> None:
         backend, name, docs, _ = ctx
         assert backend.count(name) == len(docs)

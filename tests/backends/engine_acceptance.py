@@ -19,7 +19,7 @@ import pytest
 
 from service.analysis.chain import analyzer_for
 from service.backends import _requests as req
-from service.backends._engine import EngineBackend
+from service.backends.engine.backend import EngineBackend
 from service.backends.fieldmap import load_field_map
 from service.config import EngineSettings
 from service.corpus.model import Filters, LegalDoc
@@ -86,7 +86,7 @@ class EngineAcceptance:
         stats = backend.stats(name)
         assert (stats.documents, stats.dim, stats.embedder, stats.languages) == (
             len(mini_docs), use_embedder.dim, use_embedder.name, ("de", "en", "zh"))
-        raw = backend._search(name, {"query": {"ids": {"values": ["SR220_Art41_de"]}}})["hits"]["hits"][0]["_source"]
+        raw = backend.api.search(name, {"query": {"ids": {"values": ["SR220_Art41_de"]}}})["hits"]["hits"][0]["_source"]
         assert raw["citation"] == "Art. 41 OR" and "widerrechtlich Schaden" in raw["text"]
         assert "bm25" not in raw and not any(key.startswith("body_") for key in raw)
         # idempotent ids: writing the corpus again replaces, never duplicates
@@ -215,8 +215,8 @@ class EngineAcceptance:
         # the flood-stage block answers every write with HTTP 429 until it is lifted
         block = {"index": {"blocks": {"read_only_allow_delete": True}}}
         unblock = {"index": {"blocks": {"read_only_allow_delete": None}}}
-        backend._put_settings(physical, block)
-        timer = threading.Timer(1.2, backend._put_settings, args=(physical, unblock))
+        backend.api.put_settings(physical, block)
+        timer = threading.Timer(1.2, backend.api.put_settings, args=(physical, unblock))
         timer.start()
         try:
             report = backend.write(name, docs, vectors)
@@ -225,12 +225,12 @@ class EngineAcceptance:
         assert report.ok and report.indexed == 10
         assert backend.count(name) == 10
         # a block that stays: every document is reported with the engine's 429, nothing is lost silently
-        backend._put_settings(physical, block)
+        backend.api.put_settings(physical, block)
         try:
             stubborn = engine.backend(options=EngineSettings(bulk_retries=1, bulk_backoff_s=0.1))
             report = stubborn.write(name, docs[:3], vectors[:3])
         finally:
-            backend._put_settings(physical, unblock)
+            backend.api.put_settings(physical, unblock)
         assert report.indexed == 0 and set(report.failed) == {d.id for d in docs[:3]}
         assert all("HTTP 429" in reason for reason in report.failed.values())
 
@@ -271,7 +271,7 @@ def create_foreign_index(owner: EngineBackend, name: str, docs: list[LegalDoc], 
     }
     if owner.engine is req.Engine.OPENSEARCH:
         body["settings"]["index"]["knn"] = True
-    owner._call("create", owner._create_index, name, body)
+    owner.api.create_index(name, body)
     vectors = embedder.embed_documents([embedding_text(d) for d in docs])
     actions = []
     for doc, vector in zip(docs, vectors, strict=True):
@@ -280,6 +280,6 @@ def create_foreign_index(owner: EngineBackend, name: str, docs: list[LegalDoc], 
         if doc.date:
             source["decided_on"] = doc.date
         actions.append({"_op_type": "index", "_index": name, "_id": uuid.uuid4().hex, "_source": source})
-    results = list(owner._bulk(actions))
+    results = list(owner.api.bulk(actions))
     assert all(ok for ok, _ in results), results
-    owner._refresh(name)
+    owner.api.refresh(name)

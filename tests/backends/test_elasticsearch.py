@@ -39,7 +39,7 @@ class TestElasticsearchAcceptance(EngineAcceptance):
 
     def test_vector_field_is_an_unquantised_dense_vector(self, engine, cleanup, mini_docs, use_embedder) -> None:
         backend, name = self._indexed(engine, cleanup, mini_docs[:3], use_embedder, "dense")
-        mapping = backend._get_mapping(name)[f"{name}-v1"]["mappings"]["properties"]["vector"]
+        mapping = backend.api.get_mapping(name)[f"{name}-v1"]["mappings"]["properties"]["vector"]
         assert mapping["type"] == "dense_vector" and mapping["similarity"] == "cosine"
         assert mapping["index_options"]["type"] == "hnsw"
 
@@ -48,11 +48,11 @@ class TestElasticsearchAcceptance(EngineAcceptance):
         # synonym_graph comes from the node's lexsearch-es-compat plugin (the Maven build lacks analysis-common)
         backend, name = self._indexed(engine, cleanup, mini_docs, use_embedder, "synonyms")
         assert backend.supports_synonyms()
-        body_de = backend._get_mapping(name)[f"{name}-v1"]["mappings"]["properties"]["body_de"]
+        body_de = backend.api.get_mapping(name)[f"{name}-v1"]["mappings"]["properties"]["body_de"]
         assert body_de["analyzer"] == "lexsearch_german" and body_de["search_analyzer"] == "lexsearch_german_search"
         # "Kaution" is not in Art. 257e OR, but analyzers/synonyms/de.txt maps it to "Sicherheit"
         body = {"query": {"match": {"body_de": "Kaution"}}, "size": 20, "_source": False}
-        ids = [h["_id"] for h in backend._search(name, body)["hits"]["hits"]]
+        ids = [h["_id"] for h in backend.api.search(name, body)["hits"]["hits"]]
         assert "SR220_Art257e_de" in ids
 
 

@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from service.backends._engine import EngineBackend, IndexInfo, _bulk_reason, _prefetched, _retryable
 from service.backends.elasticsearch import ElasticsearchBackend
+from service.backends.engine.bulk import bulk_reason, prefetched, retryable
+from service.backends.engine.facts import IndexInfo, check_name
 from service.backends.fieldmap import FieldMap
 from service.backends.opensearch import OpenSearchBackend
 from service.config import BackendSettings, EngineSettings, load_settings
@@ -19,31 +20,31 @@ pytestmark = pytest.mark.unit
 
 @pytest.mark.parametrize("name", ["lexsearch-statutes", "eval-stard-ada7c91df392", "a_b.c"])
 def test_valid_index_names(name) -> None:
-    EngineBackend.check_name(name)
+    check_name(name)
 
 
 @pytest.mark.parametrize("name", ["", "Upper", "has space", "-dash", "_under", "a/b", "a*", "a,b", ".."])
 def test_invalid_index_names(name) -> None:
     with pytest.raises(InvalidInput, match="invalid engine index name"):
-        EngineBackend.check_name(name)
+        check_name(name)
 
 
 def test_bulk_reason_names_the_engine_error_and_its_cause() -> None:
     result = {"status": 400, "error": {"type": "mapper_parsing_exception", "reason": "failed to parse field [date]",
                                        "caused_by": {"type": "illegal_argument_exception", "reason": "bad date"}}}
-    assert _bulk_reason(result) == ("HTTP 400: mapper_parsing_exception: failed to parse field [date] "
+    assert bulk_reason(result) == ("HTTP 400: mapper_parsing_exception: failed to parse field [date] "
                                     "(illegal_argument_exception: bad date)")
-    assert _bulk_reason({"status": "N/A", "error": "ConnectionError(refused)"}) == "HTTP N/A: ConnectionError(refused)"
+    assert bulk_reason({"status": "N/A", "error": "ConnectionError(refused)"}) == "HTTP N/A: ConnectionError(refused)"
 
 
 @pytest.mark.parametrize(("status", "retry"), [(429, True), (500, True), (503, True), ("N/A", True),
                                                ("TIMEOUT", True), (400, False), (404, False), (409, False)])
 def test_which_bulk_failures_are_retried(status, retry) -> None:
-    assert _retryable(status) is retry
+    assert retryable(status) is retry
 
 
 def test_prefetched_yields_everything_in_order() -> None:
-    assert list(_prefetched(iter(range(1000)), 7)) == list(range(1000))
+    assert list(prefetched(iter(range(1000)), 7)) == list(range(1000))
 
 
 def test_prefetched_reraises_the_producer_error() -> None:
@@ -53,7 +54,7 @@ def test_prefetched_reraises_the_producer_error() -> None:
 
     out = []
     with pytest.raises(RuntimeError, match="boom"):
-        for item in _prefetched(broken(), 4):
+        for item in prefetched(broken(), 4):
             out.append(item)
     assert out == [1]
 
@@ -68,7 +69,7 @@ def test_prefetched_stops_the_producer_when_the_consumer_stops() -> None:
             yield i
             i += 1
 
-    gen = _prefetched(endless(), 2)
+    gen = prefetched(endless(), 2)
     assert next(gen) == 0
     gen.close()
     time.sleep(0.5)
@@ -92,15 +93,16 @@ def test_from_settings_wires_connection_and_engine_options(tmp_path) -> None:
                     "api_key": "k", "timeout_s": 3},
         "engine": {"bulk_chunk": 50, "field_map": str(attach)}})
     backend = OpenSearchBackend.from_settings(settings.backend, settings.engine)
-    assert (backend.url, backend.username, backend.password, backend.api_key, backend.timeout_s) == (
+    conn = backend.connection
+    assert (backend.url, conn.username, conn.password, conn.api_key, conn.timeout_s) == (
         "https://node:9200", "u", "p", "k", 3.0)
-    assert backend.options.bulk_chunk == 50 and backend.field_maps[0].index == "legacy"
-    assert backend.field_map_for("legacy", None).search == ("body",)
-    assert backend.field_map_for("ours", {"format": 1}).managed
+    assert backend.options.bulk_chunk == 50 and backend.catalog.field_maps[0].index == "legacy"
+    assert backend.catalog.field_map_for("legacy", None).search == ("body",)
+    assert backend.catalog.field_map_for("ours", {"format": 1}).managed
     es = ElasticsearchBackend.from_settings(BackendSettings(kind="elasticsearch", url="http://x:9201"))
-    assert es.options == EngineSettings() and es.field_maps == ()
+    assert es.options == EngineSettings() and es.catalog.field_maps == ()
     with pytest.raises(IndexCorrupt, match="not created by lexsearch"):
-        es.field_map_for("foreign", None)
+        es.catalog.field_map_for("foreign", None)
 
 
 def test_invalid_engine_settings_are_reported() -> None:

@@ -37,7 +37,7 @@ class TestOpenSearchAcceptance(EngineAcceptance):
 
     def test_vector_field_uses_the_lucene_engine(self, engine, cleanup, mini_docs, use_embedder) -> None:
         backend, name = self._indexed(engine, cleanup, mini_docs[:3], use_embedder, "lucene")
-        mapping = backend._get_mapping(name)[f"{name}-v1"]["mappings"]["properties"]["vector"]
+        mapping = backend.api.get_mapping(name)[f"{name}-v1"]["mappings"]["properties"]["vector"]
         assert mapping["type"] == "knn_vector" and mapping["method"]["engine"] == "lucene"
 
     def test_body_fields_apply_the_legal_synonyms_at_search_time(self, engine, cleanup, mini_docs,
@@ -46,5 +46,5 @@ class TestOpenSearchAcceptance(EngineAcceptance):
         assert backend.supports_synonyms()
         # "Kaution" is not in Art. 257e OR, but analyzers/synonyms/de.txt maps it to "Sicherheit"
         body = {"query": {"match": {"body_de": "Kaution"}}, "size": 20, "_source": False}
-        ids = [h["_id"] for h in backend._search(name, body)["hits"]["hits"]]
+        ids = [h["_id"] for h in backend.api.search(name, body)["hits"]["hits"]]
         assert "SR220_Art257e_de" in ids

@@ -120,9 +120,9 @@ def test_missing_latency_models_are_reported(cli, fit_dataset, tmp_path) -> None
 
 def test_new_calibration_reaches_the_serving_pipeline(fit_dataset, tmp_path, embedding_cache_dir) -> None:  # type: ignore[no-untyped-def]
     from service.commands.calibrate import calibrate
-    from service.commands.dataset_index import ensure_dataset_index
     from service.config import load_settings
     from service.corpus.datasets import Dataset
+    from service.evaluation.dataset_index import ensure_dataset_index
     from service.pipelines.build import Runtime
 
     settings = load_settings().replace(index={"root": str(tmp_path / "indices")},

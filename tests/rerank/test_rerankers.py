@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from service.agents.llm import CallBudget, LlmClient
 from service.config import LlmSettings
 from service.corpus.model import Hit, LegalDoc, Query
 from service.errors import ConfigError
+from service.llm.budget import CallBudget
+from service.llm.client import LlmClient
 from service.rerank.base import PoolOrderReranker, RerankContext, in_order, ordered
 from service.rerank.cross_encoder import CrossEncoderReranker
 from service.rerank.learned import LearnedReranker

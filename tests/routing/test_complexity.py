@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from service.agents.llm import COMPLEXITY_DIMENSIONS
+from service.llm.schemas import COMPLEXITY_DIMENSIONS
 from service.routing.complexity import (
     DIMENSION_NAMES,
     Dimensions,

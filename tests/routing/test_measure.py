@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from service.commands.dataset_index import ensure_dataset_index
 from service.config import load_settings
 from service.corpus.datasets import Dataset
+from service.evaluation.dataset_index import ensure_dataset_index
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
 from service.routing.measure import collect_fit_data

@@ -6,10 +6,10 @@ from dataclasses import fields
 
 import pytest
 
-from service.agents.llm import LlmClient
 from service.config import LlmSettings, RoutingNumbers, RoutingSettings, RoutingTier, load_settings
 from service.corpus.model import Hit
 from service.errors import ConfigError
+from service.llm.client import LlmClient
 from service.routing import complexity as cx
 from service.routing.router import ComplexityEstimator, Router, RoutingParams, tier_for
 from tests.support.openai_server import OpenAITestServer, Reply
@@ -203,7 +203,7 @@ def _client(server: OpenAITestServer) -> LlmClient:
 
 
 def test_llm_rates_the_five_dimensions(openai_server: OpenAITestServer) -> None:
-    from service.agents.llm import CallBudget
+    from service.llm.budget import CallBudget
 
     ratings = {"reasoning_chain": 0.9, "knowledge_integration": 0.8, "domain_span": 0.7,
                "relational_reasoning": 0.6, "conditional_density": 0.5}
@@ -216,7 +216,7 @@ def test_llm_rates_the_five_dimensions(openai_server: OpenAITestServer) -> None:
 
 
 def test_llm_failure_falls_back_to_offline_counts(openai_server: OpenAITestServer) -> None:
-    from service.agents.llm import CallBudget
+    from service.llm.budget import CallBudget
 
     openai_server.script_chat(Reply(text="not json"), Reply(text="{}"), Reply(json={"reasoning_chain": 2}))
     report = ComplexityEstimator(llm=_client(openai_server)).assess(

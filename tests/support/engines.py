@@ -40,7 +40,7 @@ class Credentials:
 
     @property
     def kwargs(self) -> dict[str, str]:
-        """Keyword arguments for an :class:`~service.backends._engine.EngineBackend`."""
+        """Keyword arguments for an :class:`~service.backends.engine.backend.EngineBackend`."""
         return {"username": self.username, "password": self.password}
 
     @property

@@ -115,7 +115,9 @@ class StepPipeline:
         request = self._request(state)
         llm = "offline"
         if self.runtime.settings.llm.enabled:
-            from service.agents.llm import OUTPUT_SCHEMAS, CallBudget, LlmClient
+            from service.llm.budget import CallBudget
+            from service.llm.client import LlmClient
+            from service.llm.schemas import OUTPUT_SCHEMAS
 
             outcome = LlmClient(self.runtime.settings.llm).complete_json(
                 "rewrite_terminology", {"question": request.query, "language": "en", "evidence": "[]"},

@@ -15,10 +15,11 @@ from service.backends.embedded import EmbeddedBackend
 from service.embeddings.cache import CachedEmbedder
 from service.errors import LexsearchError
 from service.jobs import JobKind, JobStatus
+from service.pipelines.base import StepwisePipeline
 from service.pipelines.build import Runtime
 from tests.support.service import service_overrides, settings_for
 from tests.support.webhook_receiver import WebhookReceiver
-from workers.runner import JobRunner, WorkerContext, decode_state, encode_state, is_stepwise
+from workers.runner import JobRunner, WorkerContext, decode_state, encode_state
 
 pytestmark = pytest.mark.engine
 
@@ -104,8 +105,8 @@ def test_states_are_only_rebuilt_from_trusted_modules(setup: tuple[JobRunner, In
     assert decode_state(encode_state(step), runner.ctx.settings) == step
     with pytest.raises(LexsearchError, match="refusing"):
         decode_state({"type": "os:system", "data": {}}, runner.ctx.settings)
-    assert is_stepwise(runner.ctx.runtime.pipeline("test-steps"))
-    assert not is_stepwise(runner.ctx.runtime.pipeline("hybrid"))
+    assert isinstance(runner.ctx.runtime.pipeline("test-steps"), StepwisePipeline)
+    assert not isinstance(runner.ctx.runtime.pipeline("hybrid"), StepwisePipeline)
 
 
 def test_a_job_past_its_queue_deadline_expires_instead_of_running(
@@ -163,7 +164,7 @@ def test_backoff_grows_and_is_capped(setup: tuple[JobRunner, InlineScheduler]) -
 def test_the_agentic_pipeline_gives_the_same_answer_step_by_step(setup: tuple[JobRunner, InlineScheduler]) -> None:
     runner, scheduler = setup
     pipeline = runner.ctx.runtime.pipeline("agentic")
-    assert is_stepwise(pipeline)
+    assert isinstance(pipeline, StepwisePipeline)
     job_id = search_job(runner, "agentic")
     runner.run_search(job_id)
     job = runner.store.get(job_id)

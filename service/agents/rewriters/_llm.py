@@ -6,10 +6,13 @@ import logging
 from typing import Any
 
 from service.agents.base import Evidence, Mode, Rewrite, RewriteOutput, Rewriter
-from service.agents.llm import OUTPUT_SCHEMAS, CallBudget, LlmClient, quote_documents
 from service.agents.vocabulary import UNSEEN_LIMIT, unseen_share
 from service.analysis.chain import analyzer_for
 from service.corpus.model import Query
+from service.llm.budget import CallBudget
+from service.llm.client import LlmClient
+from service.llm.prompt import quote_documents
+from service.llm.schemas import OUTPUT_SCHEMAS
 
 log = logging.getLogger(__name__)
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from collections import Counter
 
-from service.agents.base import AgentName, Evidence, Rewrite, RewriteOutput
-from service.agents.llm import LlmClient
+from service.agents.base import AgentName, Evidence, Rewrite, RewriteOutput, TrainedParts
 from service.agents.rewriters._llm import LlmRewriter
 from service.agents.vocabulary import Vocabulary
 from service.analysis.chain import analyzer_for
 from service.corpus.model import Query
 from service.corpus.views import bm25_text
+from service.llm.client import LlmClient
 
 FEEDBACK_DOCS = 5
 FEEDBACK_TERMS = 15
@@ -59,6 +59,11 @@ class OfflineConditionsRewriter:
 
     def __init__(self, vocabulary: Vocabulary | None = None) -> None:
         self.vocabulary = vocabulary
+
+    @classmethod
+    def from_models(cls, models: TrainedParts | None) -> OfflineConditionsRewriter:
+        """The rewriter with the folder's corpus vocabulary (idf of the expansion terms)."""
+        return cls(models.vocabulary if models is not None else None)
 
     def rewrite(self, query: Query, evidence: Evidence) -> RewriteOutput:
         expansion = feedback_terms(evidence, self.vocabulary)

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import re
 
-from service.agents.base import AgentName, Evidence, Rewrite, RewriteOutput
-from service.agents.llm import LlmClient
+from service.agents.base import AgentName, Evidence, OfflineRewriter, Rewrite, RewriteOutput
 from service.agents.rewriters._llm import LlmRewriter
 from service.corpus.model import Query
+from service.llm.client import LlmClient
 
 MAX_PARTS = 3
 
@@ -63,7 +63,7 @@ def choose_parts(parts: list[str], *, limit: int = MAX_PARTS) -> list[str]:
     return [parts[i] for i in keep]
 
 
-class OfflineDecomposeRewriter:
+class OfflineDecomposeRewriter(OfflineRewriter):
     """Sub-queries from clauses, question marks and connectives; nothing for a single-issue question."""
 
     agent = AgentName.DECOMPOSE.value

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from service.agents.base import AgentName, Evidence, Rewrite, RewriteOutput
-from service.agents.llm import LlmClient
+from service.agents.base import AgentName, Evidence, OfflineRewriter, Rewrite, RewriteOutput
 from service.agents.rewriters._llm import LlmRewriter
 from service.corpus.model import Query
+from service.llm.client import LlmClient
 
 
 def repaired_terms(evidence: Evidence) -> tuple[dict[str, float], list[str]]:
@@ -44,7 +44,7 @@ def repaired_terms(evidence: Evidence) -> tuple[dict[str, float], list[str]]:
     return dict(weights), unseen
 
 
-class OfflineRepairRewriter:
+class OfflineRepairRewriter(OfflineRewriter):
     """The question's BM25 terms with unseen terms repaired or dropped."""
 
     agent = AgentName.REPAIR.value

@@ -14,10 +14,10 @@ Example::
 
 from __future__ import annotations
 
-from service.agents.base import AgentName, Evidence, Rewrite, RewriteOutput
-from service.agents.llm import LlmClient
+from service.agents.base import AgentName, Evidence, OfflineRewriter, Rewrite, RewriteOutput
 from service.agents.rewriters._llm import LlmRewriter
 from service.corpus.model import Query
+from service.llm.client import LlmClient
 
 SEEDS = 5
 NEIGHBOUR_SEEDS = 3
@@ -46,7 +46,7 @@ def expand_citations(evidence: Evidence, *, seeds: int = SEEDS, neighbour_seeds:
     return [d for d in found if d not in excluded][:limit]
 
 
-class OfflineSupportiveRewriter:
+class OfflineSupportiveRewriter(OfflineRewriter):
     """Citation-graph and neighbour expansion of the best pool members."""
 
     agent = AgentName.SUPPORTIVE.value

@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from service.agents.base import AgentName, Evidence, Rewrite, RewriteOutput
-from service.agents.llm import LlmClient
+from service.agents.base import AgentName, Evidence, Rewrite, RewriteOutput, TrainedParts
 from service.agents.rewriters._llm import LlmRewriter
 from service.corpus.model import Query
+from service.llm.client import LlmClient
 
 MIN_PAIRS = 2
 PER_TERM = 15
@@ -132,6 +132,11 @@ class OfflineTerminologyRewriter:
     def __init__(self, mapping: TermMapping | None, adapter: QueryAdapter | None) -> None:
         self.mapping = mapping
         self.adapter = adapter
+
+    @classmethod
+    def from_models(cls, models: TrainedParts | None) -> OfflineTerminologyRewriter:
+        """The rewriter with the folder's term mapping and query adapter (nothing to add without them)."""
+        return cls(models.term_mapping if models else None, models.adapter if models else None)
 
     def rewrite(self, query: Query, evidence: Evidence) -> RewriteOutput:
         expansion = self.mapping.expand(evidence.terms) if self.mapping is not None else {}

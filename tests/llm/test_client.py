@@ -12,21 +12,11 @@ from typing import Any
 
 import pytest
 
-from service.agents.llm import (
-    OUTPUT_SCHEMAS,
-    ROLES,
-    CallBudget,
-    LlmClient,
-    LlmOutcome,
-    SchemaError,
-    load_prompt,
-    parse_json_strict,
-    quote_documents,
-    quote_json,
-    render_template,
-    validate_json_schema,
-)
 from service.config import LlmSettings
+from service.llm.budget import CallBudget
+from service.llm.client import LlmClient, LlmOutcome
+from service.llm.prompt import quote_documents
+from service.llm.schemas import OUTPUT_SCHEMAS
 from tests.support.openai_server import Delay, Disconnect, OpenAITestServer, Reply, Status
 
 pytestmark = pytest.mark.unit
@@ -148,7 +138,7 @@ def test_schema_violations_are_rejected(openai_server: OpenAITestServer) -> None
     outcome = rerank(make_client(openai_server))
     assert not outcome.ok and outcome.fallback_reason == "schema"
     assert outcome.attempts == 3
-    assert any("unexpected properties" in e for e in outcome.errors)
+    assert any("unknown property" in e for e in outcome.errors)
 
 
 def test_validate_rejection_is_retried_then_falls_back(openai_server: OpenAITestServer) -> None:
@@ -345,34 +335,7 @@ def test_a_model_that_obeys_an_injection_cannot_change_the_output_contract(
     assert [e.split(":")[0] for e in outcome.errors] == ["not strict JSON", "schema", "rejected"]
 
 
-def test_quote_documents_truncates_and_stays_json() -> None:
-    docs = [{"id": "a", "text": "x" * 50, "score": 1.5, "empty": None}, {"id": "b"}]
-    text = quote_documents(docs, max_chars=10)
-    assert json.loads(text) == [{"id": "a", "text": "x" * 10 + "…", "score": 1.5}, {"id": "b"}]
-    assert text.count("\n") == 3  # one document per line, newlines inside texts are escaped
-    assert "<" not in quote_documents([{"text": "<b>a</b>\nb"}])
-    assert json.loads(quote_json(["a", "<b>"])) == ["a", "<b>"]
-
-
-def test_template_rendering_cannot_be_broken_by_braces() -> None:
-    rendered = render_template('Q: {q} D: {d} -> {"ids": []}', {"q": "{d}", "d": "{0} {q} }{"})
-    assert rendered == 'Q: {d} D: {0} {q} }{ -> {"ids": []}'
-
-
-# --- prompts, schemas and programming errors -------------------------------------------------
-
-
-@pytest.mark.parametrize("role", ROLES)
-def test_every_prompt_is_versioned_and_states_its_output_shape(role: str) -> None:
-    prompt = load_prompt(role)
-    assert re.fullmatch(rf"{role}-v\d+", prompt.version)
-    assert "JSON" in prompt.system and "never an instruction" in prompt.system
-    schema = OUTPUT_SCHEMAS[role]
-    for key in schema["properties"]:
-        assert f'"{key}"' in prompt.system
-    assert "question" in prompt.variables
-    messages = prompt.render({name: f"<{name}>" for name in prompt.variables})
-    assert not re.search(r"\{[a-z_]+\}", messages[0]["content"] + messages[1]["content"])
+# --- programming errors ----------------------------------------------------------------------
 
 
 def test_programming_errors_raise(openai_server: OpenAITestServer) -> None:
@@ -382,7 +345,7 @@ def test_programming_errors_raise(openai_server: OpenAITestServer) -> None:
     with pytest.raises(ValueError, match="missing variables"):
         client.complete_json("rerank", {"question": "q"}, OUTPUT_SCHEMAS["rerank"], budget=budget)
     with pytest.raises(ValueError, match="unsupported keywords"):
-        client.complete_json("rerank", rerank_vars(), {"type": "object", "pattern": "x"}, budget=budget)
+        client.complete_json("rerank", rerank_vars(), {"type": "object", "oneOf": []}, budget=budget)
     assert openai_server.requests == []
 
 
@@ -390,46 +353,6 @@ def test_disabled_settings_fall_back_without_calling() -> None:
     outcome = LlmClient(LlmSettings()).complete_json(
         "complexity", {"question": "q"}, OUTPUT_SCHEMAS["complexity"], budget=CallBudget(1, 1))
     assert not outcome.ok and outcome.fallback_reason == "disabled" and outcome.calls == 0
-
-
-RATINGS = {"reasoning_chain": 0.2, "knowledge_integration": 1, "domain_span": 0, "relational_reasoning": 0.5,
-           "conditional_density": 0.1}
-
-
-@pytest.mark.parametrize(("value", "ok"), [
-    (RATINGS, True),
-    ({**RATINGS, "reasoning_chain": 1.2}, False),
-    ({**RATINGS, "reasoning_chain": True}, False),
-    ({**RATINGS, "extra": 0.5}, False),
-    ({"reasoning_chain": 0.2}, False),
-])
-def test_complexity_schema(value: dict[str, Any], ok: bool) -> None:
-    if ok:
-        validate_json_schema(value, OUTPUT_SCHEMAS["complexity"])
-    else:
-        with pytest.raises(SchemaError):
-            validate_json_schema(value, OUTPUT_SCHEMAS["complexity"])
-
-
-@pytest.mark.parametrize(("value", "schema", "message"), [
-    ([1, 2], {"type": "array", "maxItems": 1}, "at most 1"),
-    ([], {"type": "array", "minItems": 1}, "at least 1"),
-    (["a", "a"], {"type": "array", "uniqueItems": True}, "unique"),
-    ("c", {"type": "string", "enum": ["a", "b"]}, "allowed"),
-    (1.5, {"type": "integer"}, "expected integer"),
-    ({"a": [1, "x"]},
-     {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}},
-     r"\$\.a\[1\]"),
-])
-def test_schema_subset_reports_the_path(value: Any, schema: dict[str, Any], message: str) -> None:
-    with pytest.raises(SchemaError, match=message):
-        validate_json_schema(value, schema)
-
-
-@pytest.mark.parametrize("text", ["", "NaN", '{"a": Infinity}', "{'a': 1}", '{"a": 1} trailing'])
-def test_strict_json_parsing(text: str) -> None:
-    with pytest.raises(ValueError):
-        parse_json_strict(text)
 
 
 def test_the_test_server_is_not_reachable_from_the_service_package() -> None:

@@ -1,4 +1,4 @@
-"""Building (once) and finding the index of a dataset folder, for eval and train."""
+"""Building (once) and finding the index of a dataset folder, for eval, train, calibrate and the benchmarks."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from service.backends.embedded import FileLock
-from service.commands.common import info, progress_enabled
+from service.console import info, progress_enabled
 from service.corpus.datasets import Dataset, LoadReport, load_corpus
 from service.errors import LexsearchError
 from service.indexing import index_fingerprint, rebuild_index

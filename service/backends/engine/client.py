@@ -1,0 +1,196 @@
+"""The engine client: one connection to an Elasticsearch or OpenSearch cluster, every request guarded.
+
+A product adapter implements :class:`EngineApi`: the dozen requests lexsearch sends, written for its
+client library (opensearch-py, elasticsearch-py), plus how to read that library's exceptions.
+:class:`EngineClient` wraps an adapter: it checks once that the node is the expected product
+(fails fast on a wrong URL) and runs every request through :meth:`EngineClient.call`, which turns
+client exceptions into the user-facing errors of :class:`~service.backends.engine.errors.ErrorTranslator`.
+
+Example::
+
+    client = EngineClient(OpenSearchApi(BackendSettings(url="http://127.0.0.1:9200"), EngineSettings()))
+    hits = client.call("search", client.api.search, "lexsearch-stard", body, index="lexsearch-stard")
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, ClassVar, Protocol
+
+from service.backends._requests import Engine
+from service.backends.engine.errors import ErrorTranslator, Failure, FailureKind
+from service.config import BackendSettings
+from service.errors import EngineUnavailable, LexsearchError
+
+VERIFY_TIMEOUT_S = 5.0
+"""The first request to a node gives up after this long, so a wrong host fails fast."""
+
+
+class EngineApi(Protocol):
+    """The requests lexsearch sends, implemented once per product for its client library.
+
+    Every method may raise the library's exceptions; :meth:`classify` reduces them to a
+    :class:`Failure` (or None for an exception that is a bug). Responses are plain mappings.
+    """
+
+    engine: ClassVar[Engine]
+    connection: BackendSettings
+    """Where the cluster is and how to log in (``kind`` and ``hnsw_min_docs`` do not apply)."""
+    kind: ClassVar[str]
+    """The ``--backend`` name."""
+    product: ClassVar[str]
+    start_hint: ClassVar[str]
+    """How a user starts a local node, for the "cannot reach" message."""
+
+    def info(self, timeout: float) -> Mapping[str, Any]:
+        """``GET /``."""
+
+    def check_product(self, info: Mapping[str, Any]) -> str:
+        """'' when ``info`` (``GET /``) describes a supported node, else what is wrong with it."""
+
+    def classify(self, exc: Exception) -> Failure | None:
+        """The :class:`Failure` for a client exception, or None for an exception that is a bug."""
+
+    def search(self, index: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``POST index/_search``."""
+
+    def msearch(self, lines: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
+        """``POST _msearch``: the ``responses`` list."""
+
+    def count(self, index: str) -> int:
+        """``GET index/_count``."""
+
+    def mget(self, index: str, ids: list[str], excludes: list[str]) -> list[Mapping[str, Any]]:
+        """``GET index/_mget`` without the ``excludes`` source fields: the ``docs`` list."""
+
+    def exists(self, name: str) -> bool:
+        """Whether an index or alias ``name`` exists."""
+
+    def create_index(self, index: str, body: Mapping[str, Any]) -> None:
+        """``PUT index`` with settings, mappings and aliases."""
+
+    def delete_indices(self, indices: list[str]) -> None:
+        """``DELETE a,b,c``."""
+
+    def alias_targets(self, alias: str) -> list[str]:
+        """Indices behind ``alias``; [] when there is no such alias."""
+
+    def get_aliases(self, pattern: str) -> dict[str, list[str]]:
+        """index -> its aliases, for the indices matching ``pattern`` ({} when none)."""
+
+    def update_aliases(self, actions: list[dict[str, Any]]) -> None:
+        """``POST _aliases`` (one atomic request)."""
+
+    def get_mapping(self, index: str) -> dict[str, Any]:
+        """index -> {"mappings": ...} for ``index`` (a name, alias or pattern)."""
+
+    def put_meta(self, index: str, meta: Mapping[str, Any]) -> None:
+        """Replace the mapping ``_meta`` of ``index``."""
+
+    def put_settings(self, index: str, settings: Mapping[str, Any]) -> None:
+        """``PUT index/_settings``."""
+
+    def refresh(self, index: str) -> None:
+        """``POST index/_refresh``."""
+
+    def forcemerge(self, index: str) -> None:
+        """``POST index/_forcemerge?max_num_segments=1``, waiting for it."""
+
+    def analyze(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``POST _analyze`` with an ad-hoc chain."""
+
+    def bulk(self, actions: Iterable[dict[str, Any]]) -> Iterable[tuple[bool, dict[str, Any]]]:
+        """The client's ``helpers.streaming_bulk`` over ``actions``, reporting every item, raising nothing."""
+
+    def scan(self, index: str, body: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+        """Every hit of ``body`` (a scroll)."""
+
+
+class EngineClient:
+    """An :class:`EngineApi` whose requests fail with user-facing errors.
+
+    The first request checks that the URL answers as the expected product; after that each call
+    costs nothing extra.
+    """
+
+    def __init__(self, api: EngineApi) -> None:
+        self.api = api
+        self.url = api.connection.url
+        self.errors = ErrorTranslator(api.product, self.url, api.kind, api.start_hint)
+        self._verified = False
+        _quiet_client_loggers()
+
+    def call(self, what: str, fn: Callable[..., Any], *args: Any, index: str | None = None, **kwargs: Any) -> Any:
+        """Run ``fn(*args, **kwargs)`` (a method of :attr:`api`), translating its failures.
+
+        Args:
+            what: the action, for messages ("search", "create the index").
+            fn: the request.
+            index: the index the request is about, for messages and "not found".
+        """
+        self.verify()
+        try:
+            return fn(*args, **kwargs)
+        except LexsearchError:
+            raise
+        except Exception as exc:
+            raise self._translated(exc, what, index) from None
+
+    def stream(self, what: str, fn: Callable[..., Iterable[Any]], *args: Any,
+               index: str | None = None) -> Iterator[Any]:
+        """Like :meth:`call` for a lazy helper (scroll, streaming bulk): failures while iterating too."""
+        self.verify()
+        try:
+            yield from fn(*args)
+        except LexsearchError:
+            raise
+        except Exception as exc:
+            raise self._translated(exc, what, index) from None
+
+    def verify(self) -> None:
+        """Check (once) that the URL answers as the expected product.
+
+        Raises:
+            EngineUnavailable: for an unreachable node, refused credentials or another kind of server.
+        """
+        if self._verified:
+            return
+        try:
+            info = self.api.info(min(self.api.connection.timeout_s, VERIFY_TIMEOUT_S))
+        except Exception as exc:
+            failure = self.api.classify(exc)
+            if failure is None:
+                raise
+            if failure.kind not in (FailureKind.HTTP, FailureKind.NOT_FOUND):
+                raise self.errors.error(failure, "the first request", None) from None
+            raise self.errors.wrong_server(failure) from None
+        problem = self.api.check_product(info)
+        if problem:
+            raise EngineUnavailable(f"the server at {self.url} {problem}")
+        self._verified = True
+
+    def ping(self) -> bool:
+        """Whether the node answers (and is the expected product)."""
+        self._verified = False
+        try:
+            self.verify()
+            return True
+        except LexsearchError:
+            return False
+
+    def _translated(self, exc: Exception, what: str, index: str | None) -> LexsearchError:
+        """The LexsearchError for a client exception; an exception that is a bug is raised again."""
+        failure = self.api.classify(exc)
+        if failure is None:
+            raise exc
+        return self.errors.error(failure, what, index)
+
+
+def _quiet_client_loggers() -> None:
+    """The client libraries log every failed request with a traceback at WARNING; lexsearch reports
+    failures itself, in one sentence, so keep them at ERROR unless logging was configured for them."""
+    for name in ("opensearch", "elastic_transport.transport", "elasticsearch"):
+        logger = logging.getLogger(name)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.ERROR)
