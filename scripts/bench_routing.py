@@ -264,7 +264,7 @@ def main() -> int:
         label, _, folder = spec.partition("=")
         models = Path(args.models_root) / label
         manifest = train(label, folder, models, reuse=args.reuse_models)
-        runtime = Runtime(base.settings.replace(index={"model_dir": str(models)}), embedder=base.embedder)
+        runtime = Runtime(base.settings.replace(index={"model_dir": str(models)}), backend=base.backend)
         result = bench_dataset(runtime, label, folder, dev_limit=args.dev_limit, manifest=manifest)
         report["datasets"][label] = result
         print(_markdown(label, result) + "\n", flush=True)

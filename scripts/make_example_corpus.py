@@ -1,62 +1,94 @@
 #!/usr/bin/env python3
-"""Cut the demo corpus shipped in examples/swiss-excerpt out of ../shared/data/swiss-law.
+"""Cut Swiss federal law out of the swiss-statutes dataset (Fedlex texts in German, French and Italian).
 
-It keeps, in German and English, the Swiss Code of Obligations on contract formation (Art. 1-40),
-torts (Art. 41-61) and tenancy (Art. 253-274g), and the Civil Code's introduction (Art. 1-10) and
-testamentary dispositions (Art. 457-480). Swiss federal law texts are public (Fedlex).
+Two cuts, one per use:
 
-Usage: python scripts/make_example_corpus.py ../shared/data/swiss-law examples/swiss-excerpt
+* the demo corpus shipped in ``examples/swiss-excerpt`` (``--laws``): whole acts, the main private-law,
+  criminal, procedural and constitutional ones, every language version of each article, written as
+  gzip-compressed ``corpus_<lang>.jsonl.gz`` (about 3 MB; the loader reads ``.jsonl.gz``);
+* the trilingual test fixture ``tests/fixtures/trilingual`` (``--articles``): a few articles, plain JSONL.
+
+Lines are copied as they are except ``meta.url`` (it repeats ``meta.eli``). The example questions
+(``queries.demo.tsv``, ``qrels.demo.tsv``) are written by hand and kept as they are; the Swiss exam
+questions of the source dataset never enter the repository.
+
+Usage::
+
+    python scripts/make_example_corpus.py ../shared/data/swiss-statutes examples/swiss-excerpt \\
+        --laws OR,ZGB,StGB,StPO,ZPO,SchKG,BV
+    python scripts/make_example_corpus.py ../shared/data/swiss-statutes tests/fixtures/trilingual --plain \\
+        --articles OR:41,OR:56,OR:257e,...
 """
 
 from __future__ import annotations
 
+import argparse
+import gzip
 import json
-import re
-import sys
 from pathlib import Path
 
-RANGES = {"OR": [(1, 40), (41, 61), (253, 274)], "CO": [(1, 40), (41, 61), (253, 274)],
-          "ZGB": [(1, 10), (457, 480)], "CC": [(1, 10), (457, 480)]}
-NUMBER = re.compile(r"Art\. (\d+)")
+LANGUAGES = ("de", "fr", "it")
+DEMO_LAWS = "OR,ZGB,StGB,StPO,ZPO,SchKG,BV"
 
 
-def keep(doc: dict) -> bool:
-    match = NUMBER.match(doc["citation"])
-    if not match or doc.get("meta", {}).get("occurrence", 1) != 1:
-        return False
-    number = int(match.group(1))
-    return any(lo <= number <= hi for lo, hi in RANGES.get(doc["law"], []))
+def wanted(doc: dict, laws: set[str], articles: set[tuple[str, str]]) -> bool:
+    meta = doc.get("meta") or {}
+    law, article = meta.get("law_de", ""), meta.get("article", "")
+    return law in laws or (law, article) in articles
 
 
-def main(source: str, target: str) -> None:
-    out = Path(target)
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("source", help="the swiss-statutes dataset folder (corpus_de/fr/it.jsonl)")
+    parser.add_argument("target", help="folder to write")
+    parser.add_argument("--laws", default="", help=f"whole acts by German abbreviation (demo: {DEMO_LAWS})")
+    parser.add_argument("--articles", default="", help="single articles, LAW:ARTICLE,... (e.g. OR:257e)")
+    parser.add_argument("--plain", action="store_true", help="write plain .jsonl instead of .jsonl.gz")
+    parser.add_argument("--name", default="swiss-excerpt", help="dataset name in dataset.json")
+    args = parser.parse_args()
+    laws = {law.strip() for law in args.laws.split(",") if law.strip()}
+    articles = {tuple(spec.strip().split(":", 1)) for spec in args.articles.split(",") if ":" in spec}
+    if not laws and not articles:
+        parser.error("name --laws or --articles")
+    out = Path(args.target)
     out.mkdir(parents=True, exist_ok=True)
-    counts = {}
-    for lang in ("de", "en"):
-        kept = 0
-        with open(Path(source) / f"corpus_{lang}.jsonl", encoding="utf-8") as src, \
-                open(out / f"corpus_{lang}.jsonl", "w", encoding="utf-8") as dst:
+    counts: dict[str, int] = {}
+    files = []
+    for lang in LANGUAGES:
+        name = f"corpus_{lang}.jsonl" + ("" if args.plain else ".gz")
+        files.append(name)
+        kept = []
+        with open(Path(args.source) / f"corpus_{lang}.jsonl", encoding="utf-8") as src:
             for line in src:
                 doc = json.loads(line)
-                if keep(doc):
-                    doc["id"] = f"{doc['id']}_{lang}"  # the de and en files share ids; keep both apart
-                    dst.write(json.dumps(doc, ensure_ascii=False) + "\n")
-                    kept += 1
-        counts[lang] = kept
+                if wanted(doc, laws, articles):  # type: ignore[arg-type]
+                    doc.get("meta", {}).pop("url", None)
+                    kept.append(json.dumps(doc, ensure_ascii=False) + "\n")
+        data = "".join(kept).encode("utf-8")
+        if args.plain:
+            (out / name).write_bytes(data)
+        else:
+            # mtime=0: the same input gives the same bytes, so a re-run leaves git with nothing to commit
+            with open(out / name, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as fh:
+                fh.write(data)
+        counts[lang] = len(kept)
+    queries = out / "queries.demo.tsv"
+    source_meta = json.loads((Path(args.source) / "dataset.json").read_text(encoding="utf-8"))
     meta = {
-        "name": "swiss-excerpt",
-        "language": "de,en",
-        "task": "demo corpus: Swiss Code of Obligations and Civil Code excerpts (de/en)",
-        "source": "excerpt of ../shared/data/swiss-law (Fedlex texts via quadratecode/ch-law-tracker)",
-        "license": "Swiss federal law texts are public; see ../shared/data/swiss-law/dataset.json",
+        "name": args.name,
+        "language": ",".join(LANGUAGES),
+        "task": "Swiss federal law in German, French and Italian: question -> statute article",
+        "source": "excerpt of the swiss-statutes dataset: " + source_meta.get("source", "").split(";")[0],
+        "license": "Swiss federal acts from Fedlex (official texts, not protected by copyright, URG Art. 5)",
+        "laws": sorted(laws), "articles": sorted(f"{law}:{art}" for law, art in articles),
+        "work_key": ["meta.law_de", "meta.article"],
         "corpus_size": counts,
-        "corpus": ["corpus_de.jsonl", "corpus_en.jsonl"],
-        "splits": {"demo": len((out / "queries.demo.tsv").read_text(encoding="utf-8").splitlines())}
-        if (out / "queries.demo.tsv").exists() else {},
+        "corpus": files,
+        "splits": {"demo": len(queries.read_text(encoding="utf-8").splitlines())} if queries.exists() else {},
     }
     (out / "dataset.json").write_text(json.dumps(meta, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     print(counts)
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    main()

@@ -30,8 +30,9 @@ def main() -> None:
     index = ensure_dataset_index(runtime, dataset)
     queries, qrels = dataset.queries(args.split), dataset.qrels(args.split)
     lists = []
+    embedder = runtime.retrieval(index).embedder
     for q in queries:
-        vector = runtime.embedder.embed_queries([q.text[:4000]])[0]
+        vector = embedder.embed_queries([q.text[:4000]])[0]
         lists.append(runtime.backend.probe(index, q.text[:4000], vector, k=args.depth, lang=q.lang))
     settings = [("bm25 only", lambda b, k: b), ("knn only", lambda b, k: k)]
     for rrf_k in (10, 60):

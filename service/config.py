@@ -52,6 +52,7 @@ class BackendSettings:
     kind: str = "embedded"
     """A name of :data:`service.plugins.BACKENDS`: embedded, opensearch, elasticsearch."""
     url: str = ""
+    """Engine node URL; for a cluster several, comma-separated (requests fail over between them)."""
     username: str = ""
     password: str = ""
     api_key: str = ""
@@ -67,13 +68,22 @@ class BackendSettings:
             out.append(f"backend.kind must be one of {', '.join(BACKENDS.choices())}, not {self.kind!r}")
         if self.kind != "embedded" and not self.url:
             out.append(f"backend.url is required for backend.kind={self.kind}")
-        if self.url and not self.url.startswith(("http://", "https://")):
-            out.append(f"backend.url must start with http:// or https://, got {self.url!r}")
+        for url in self.urls:
+            if not url.startswith(("http://", "https://")):
+                out.append(f"backend.url must start with http:// or https://, got {url!r}")
         if self.timeout_s <= 0:
             out.append("backend.timeout_s must be positive")
         if self.ca_cert and not Path(self.ca_cert).is_file():
             out.append(f"backend.ca_cert file not found: {self.ca_cert}")
         return out
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """The node URLs of :attr:`url` (comma-separated), without trailing slashes."""
+        return tuple(u.strip().rstrip("/") for u in self.url.split(",") if u.strip())
+
+
+SEARCH_TYPES = ("auto", "query_then_fetch", "dfs_query_then_fetch")
 
 
 @dataclass(frozen=True)
@@ -83,8 +93,15 @@ class EngineSettings:
     field_map: str = ""
     """TOML/JSON file describing an existing index to search without re-indexing ('' = none); docs/BACKENDS.md."""
     shards: int = 1
-    """Primary shards of new indices; 1 keeps BM25 statistics identical to the embedded engine's."""
+    """Primary shards of new indices (BM25 statistics stay global through ``search_type``)."""
     replicas: int = 0
+    """Replica copies of each shard of new indices; 1 or more lets a cluster lose a node."""
+    fusion: str = "client"
+    """Hybrid fusion: client (lexsearch fuses the BM25 and kNN lists, on every backend) or engine
+    (OpenSearch's hybrid query and a search pipeline fuse them; retrieval.fusion picks RRF or linear)."""
+    search_type: str = "auto"
+    """BM25 searches: auto (dfs_query_then_fetch on indices of several shards, so their scores are those
+    of one shard), query_then_fetch (per-shard statistics: faster, scores drift) or dfs_query_then_fetch."""
     bulk_chunk: int = 500
     """Documents per bulk request."""
     bulk_retries: int = 4
@@ -106,6 +123,10 @@ class EngineSettings:
         out = []
         if self.shards < 1 or self.replicas < 0:
             out.append("engine.shards must be >= 1 and engine.replicas >= 0")
+        if self.fusion not in ("client", "engine"):
+            out.append(f"engine.fusion must be client or engine, not {self.fusion!r}")
+        if self.search_type not in SEARCH_TYPES:
+            out.append(f"engine.search_type must be one of {', '.join(SEARCH_TYPES)}, not {self.search_type!r}")
         for name in ("bulk_chunk", "knn_candidates", "hnsw_m", "hnsw_ef_construction"):
             if getattr(self, name) < 1:
                 out.append(f"engine.{name} must be at least 1")
@@ -118,20 +139,94 @@ class EngineSettings:
         return out
 
 
+_KINDS_WITHOUT_MODEL = ("use", "e5")
+
+
+def parse_embedder_spec(spec: str) -> dict[str, Any]:
+    """The embedder fields that a short spec ``kind[:model][@max_tokens]`` stands for.
+
+    ``kind`` is a name of :data:`service.plugins.EMBEDDERS`; the part after ``:`` is the onnx model
+    (or a jar path), the sentence-transformers folder, or the openai model; ``@N`` sets ``max_tokens``.
+
+    Raises:
+        ValueError: for an unknown kind, a missing or unexpected model, or a bad ``@N``.
+
+    Example::
+
+        parse_embedder_spec("onnx:bge-small-zh-v15-q@256")
+        # {'kind': 'onnx', 'model': 'bge-small-zh-v15-q', 'model_path': '', 'max_tokens': 256}
+    """
+    body, at, tokens = spec.strip().rpartition("@") if "@" in spec else (spec.strip(), "", "")
+    kind, _, model = body.partition(":")
+    kind, model = kind.strip(), model.strip()
+    if kind not in EMBEDDERS:
+        raise ValueError(f"unknown embedder {kind!r} in {spec!r} (use {', '.join(EMBEDDERS.names())})")
+    if kind in _KINDS_WITHOUT_MODEL and model:
+        raise ValueError(f"embedder {kind} takes no model, got {spec!r}")
+    if kind not in _KINDS_WITHOUT_MODEL and not model:
+        raise ValueError(f"embedder {kind} needs a model: {kind}:<model>, got {spec!r}")
+    if at and not (tokens.isdigit() and kind == "onnx"):
+        raise ValueError(f"@<tokens> must be a whole number and is only for onnx models, got {spec!r}")
+    fields: dict[str, Any] = {"kind": kind, "model": "", "model_path": "", "max_tokens": int(tokens or 0)}
+    if kind == "sentence-transformers" or (kind == "onnx" and model.endswith(".jar")):
+        fields["model_path"] = model
+    else:
+        fields["model"] = model
+    return fields
+
+
 @dataclass(frozen=True)
 class EmbedderSettings:
-    """Which embedding model turns text into vectors."""
+    """Which embedding model turns text into vectors: one per corpus language (docs/EMBEDDERS.md).
+
+    The fields other than ``per_language`` describe the default embedder, which serves corpora of
+    other languages and corpora of several languages (one vector space per index), so it should be
+    multilingual.
+    """
 
     kind: str = "use"
     """A name of :data:`service.plugins.EMBEDDERS`: use (multilingual USE v3), e5 (multilingual-e5-small),
-    sentence-transformers, openai."""
+    onnx (a langchain4j jar), sentence-transformers, openai."""
     model_path: str = ""
+    """sentence-transformers: the model folder; onnx: a jar file ('' = find ``model`` in the Maven repository)."""
     url: str = ""
     api_key: str = ""
     model: str = ""
+    """openai: the model name; onnx: the jar's model, e.g. bge-small-zh-v15-q (docs/EMBEDDERS.md)."""
+    max_tokens: int = 0
+    """onnx: longest input in tokens; longer texts are cut (0 = the model's limit, 512 for BGE and e5)."""
+    maven_repo: str = ""
+    """onnx: the local Maven repository holding the jars ('' = $M2_REPO or ~/.m2/repository)."""
+    per_language: tuple[str, ...] = ("zh=onnx:bge-small-zh-v15-q", "en=onnx:e5-small-v2-q")
+    """``lang=spec`` entries: the embedder of a corpus in that one language, as ``kind[:model][@max_tokens]``
+    (:func:`parse_embedder_spec`); url, api_key, maven_repo, threads and the cache come from this section."""
     batch_size: int = 64
     cache_dir: str = "var/embedding-cache"
     threads: int = 2
+
+    def for_language(self, language: str) -> EmbedderSettings:
+        """The settings of the embedder for a corpus in ``language`` (``"zh"``; ``"de,fr,it"`` or ``""``
+        for several or unknown languages, which get the default embedder)."""
+        overrides = self._per_language().get(language.strip(), {})
+        return dataclasses.replace(self, per_language=(), **overrides)
+
+    def choices(self) -> list[tuple[str, EmbedderSettings]]:
+        """Every configured embedder: ``("default", ...)`` first, then one per language entry."""
+        return [("default", self.for_language("")),
+                *((lang, self.for_language(lang)) for lang in self._per_language())]
+
+    def _per_language(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for entry in self.per_language:
+            lang, sep, spec = entry.partition("=")
+            if not sep or not lang.strip() or "," in lang:
+                raise ValueError(f"embedder.per_language entry {entry!r} must look like lang=spec, "
+                                 "e.g. zh=onnx:bge-small-zh-v15-q")
+            try:
+                out[lang.strip()] = parse_embedder_spec(spec)
+            except ValueError as exc:
+                raise ValueError(f"embedder.per_language {entry!r}: {exc}") from None
+        return out
 
     def problems(self) -> list[str]:
         out = []
@@ -141,8 +236,22 @@ class EmbedderSettings:
             out.append("embedder.model_path is required for embedder.kind=sentence-transformers")
         if self.kind == "openai" and not (self.url and self.model):
             out.append("embedder.url and embedder.model are required for embedder.kind=openai")
+        if self.kind == "onnx" and not (self.model or self.model_path):
+            out.append("embedder.model (e.g. bge-small-zh-v15-q) or embedder.model_path (a jar) is required "
+                       "for embedder.kind=onnx")
+        if self.max_tokens < 0:
+            out.append("embedder.max_tokens must be >= 0")
         if self.batch_size < 1:
             out.append("embedder.batch_size must be at least 1")
+        if self.threads < 1:
+            out.append("embedder.threads must be at least 1")
+        try:
+            languages = self._per_language()
+        except ValueError as exc:
+            return [*out, str(exc)]
+        for lang in languages:
+            out.extend(f"{problem} (embedder.per_language {lang})"
+                       for problem in self.for_language(lang).problems())
         return out
 
 
@@ -185,13 +294,20 @@ class RetrievalSettings:
     fusion: str = "linear"
     """linear (default: per-query z-scored scores, weighted sum) or rrf."""
     rrf_k: int = 60
-    bm25_weight: float = 0.5
-    knn_weight: float = 0.5
+    bm25_weight: float | None = None
+    knn_weight: float | None = None
+    """Fixed fusion weights (set both); unset, each index uses the weights that ``lexsearch train`` fitted
+    (with ``index.model_dir``) or else those chosen without labels when it was built (docs/FUSION.md)."""
     normalization: str = "zscore"
     """For linear fusion: minmax or zscore."""
     depth: int = 100
     """How many hits each retriever returns before fusion."""
-    max_query_chars: int = 8000
+    max_query_chars: int = 50_000
+    """Longer questions are refused (``query_too_long``) by the CLI, the API and jobs, never cut.
+    Exam questions and case files put the facts first and the question last, up to ~26,000 characters."""
+    long_query_chars: int = 500
+    """Longer questions are read as passages plus the question proper (service/retrieval/long_query.py);
+    0 = never."""
 
     def problems(self) -> list[str]:
         out = []
@@ -201,10 +317,17 @@ class RetrievalSettings:
             out.append(f"retrieval.normalization must be minmax or zscore, not {self.normalization!r}")
         if self.rrf_k < 1:
             out.append("retrieval.rrf_k must be >= 1")
-        if self.bm25_weight < 0 or self.knn_weight < 0:
-            out.append("retrieval weights must be >= 0")
+        if (self.bm25_weight is None) != (self.knn_weight is None):
+            out.append("retrieval.bm25_weight and retrieval.knn_weight must be set together (or neither)")
+        elif self.bm25_weight is not None and self.knn_weight is not None and (
+                self.bm25_weight < 0 or self.knn_weight < 0 or self.bm25_weight + self.knn_weight <= 0):
+            out.append("retrieval weights must be >= 0 and not both 0")
         if self.depth < 1:
             out.append("retrieval.depth must be >= 1")
+        if self.max_query_chars < 1:
+            out.append("retrieval.max_query_chars must be >= 1")
+        if self.long_query_chars < 0:
+            out.append("retrieval.long_query_chars must be >= 0 (0 = never)")
         return out
 
 
@@ -689,9 +812,28 @@ def _build(raw: Mapping[str, Mapping[str, Any]], base: Settings | None = None) -
     for name in raw:
         if name not in sections:
             errors.append(f"unknown settings section {name!r} (known: {', '.join(sections)})")
+    if not errors:
+        errors.extend(_engine_fusion_problems(sections["engine"], sections["backend"], sections["retrieval"]))
     if errors:
         raise ConfigError("invalid settings:\n  - " + "\n  - ".join(errors))
     return Settings(**sections)
+
+
+def _engine_fusion_problems(engine: EngineSettings, backend: BackendSettings,
+                            retrieval: RetrievalSettings) -> list[str]:
+    """engine.fusion=engine needs OpenSearch, and a fusion its search pipelines have."""
+    if engine.fusion != "engine":
+        return []
+    if backend.kind != "opensearch":
+        return [f"engine.fusion=engine needs backend.kind=opensearch (the neural-search plugin's hybrid query), "
+                f"not {backend.kind!r}"]
+    if retrieval.fusion == "linear" and retrieval.normalization != "minmax":
+        return ["engine.fusion=engine with retrieval.fusion=linear needs retrieval.normalization=minmax "
+                "(OpenSearch 2.19 normalises with min_max or l2, not z-scores)"]
+    if retrieval.fusion == "rrf" and retrieval.bm25_weight != retrieval.knn_weight:
+        return ["engine.fusion=engine with retrieval.fusion=rrf needs equal retrieval.bm25_weight and knn_weight "
+                "(OpenSearch 2.19's RRF takes no weights)"]
+    return []
 
 
 def _from_env(environ: Mapping[str, str]) -> dict[str, dict[str, str]]:

@@ -42,6 +42,9 @@ def index_documents(backend: SearchBackend, embedder: CachedEmbedder, name: str,
                     language: str, progress: bool = False) -> IndexReport:
     """Upsert ``docs`` into index ``name`` (created when missing), embedding only uncached texts.
 
+    Documents that are versions of a work (``LegalDoc.versions``) record the largest number of
+    versions in the index metadata (``max_versions``).
+
     Returns:
         The merged :class:`IndexReport` of all chunks.
     """
@@ -55,6 +58,10 @@ def index_documents(backend: SearchBackend, embedder: CachedEmbedder, name: str,
         report.merge(backend.write(name, chunk, vectors[start:start + WRITE_CHUNK]))
         bar.update(len(chunk))
     bar.close()
+    versions = max((len(d.versions) for d in docs), default=1)
+    if versions > 1 and versions > int(backend.metadata(name).get("max_versions") or 1):
+        # Retrievers fetch this many versions per work they return (see service.corpus.works.collapse).
+        backend.update_metadata(name, max_versions=versions)
     return report
 
 

@@ -9,7 +9,9 @@ Supported keywords: ``$ref`` (to ``#/components/schemas/...``, resolved in ``com
 ``type`` (one name or a list), ``properties``, ``required``, ``additionalProperties`` (``false``
 or a schema), ``items``, ``enum``, ``minItems``, ``maxItems``, ``uniqueItems``, ``minLength``,
 ``maxLength``, ``pattern``, ``minimum``, ``maximum`` and ``format`` (``date``, ``uri``).
-Annotations (``description``, ``title``, ``example``, ``default``...) are ignored.
+Annotations (``description``, ``title``, ``example``, ``default``...) are ignored. The extension
+``x-error-codes`` (``{"maxLength": "query_too_long"}``) gives a keyword's violation a code of its
+own (:attr:`SchemaError.code`).
 
 Example::
 
@@ -45,15 +47,18 @@ CHECKED_KEYWORDS = frozenset({
 })
 ANNOTATIONS = frozenset({"description", "title", "example", "examples", "default", "deprecated", "readOnly",
                          "writeOnly", "nullable"})
+EXTENSIONS = frozenset({"x-error-codes"})
 FORMATS = frozenset({"date", "uri"})
 
 
 class SchemaError(ValueError):
     """A value does not match its schema; ``path`` names the offending value (``$.filters.law[0]``)."""
 
-    def __init__(self, message: str, *, path: str = "$") -> None:
+    def __init__(self, message: str, *, path: str = "$", code: str | None = None) -> None:
         super().__init__(message)
         self.path = path
+        self.code = code
+        """The schema's own code for this violation (``x-error-codes``), else ``None``."""
 
 
 def loads_strict(text: str) -> Any:
@@ -83,7 +88,7 @@ def check_schema(schema: Mapping[str, Any], path: str = "$") -> None:
     Raises:
         ValueError: naming the unsupported keyword, type or format.
     """
-    unknown = set(schema) - CHECKED_KEYWORDS - ANNOTATIONS
+    unknown = set(schema) - CHECKED_KEYWORDS - ANNOTATIONS - EXTENSIONS
     if unknown:
         raise ValueError(f"schema at {path} uses unsupported keywords {sorted(unknown)}")
     types = schema.get("type")
@@ -178,10 +183,13 @@ def _pattern(regex: str) -> re.Pattern[str]:
 
 
 def _check_string(value: str, schema: Mapping[str, Any], path: str) -> None:
+    codes = schema.get("x-error-codes", {})
     if len(value) < schema.get("minLength", 0):
-        raise SchemaError(f"{path}: shorter than {schema['minLength']} characters", path=path)
+        raise SchemaError(f"{path}: shorter than {schema['minLength']} characters", path=path,
+                          code=codes.get("minLength"))
     if "maxLength" in schema and len(value) > schema["maxLength"]:
-        raise SchemaError(f"{path}: longer than {schema['maxLength']} characters", path=path)
+        raise SchemaError(f"{path}: {len(value)} characters, longer than the limit of {schema['maxLength']}",
+                          path=path, code=codes.get("maxLength"))
     if "pattern" in schema and not _pattern(schema["pattern"]).search(value):
         raise SchemaError(f"{path}: {value[:60]!r} does not match {schema['pattern']}", path=path)
     if "format" in schema:

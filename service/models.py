@@ -4,12 +4,14 @@ A model folder holds::
 
     manifest.json          format version, what it was trained on, the embedder, the components and files
     law_classifier.npz     question → law/section probabilities (service.agents.prefilter.LawClassifier)
+    law_mixer.json         weights of classifier, retrieval and mention evidence (service.agents.law_evidence)
     memory.npz             training questions and their gold articles (service.rerank.priors.QuestionMemory)
     prior.json             gold frequencies of articles (ArticlePrior)
     term_mapping.json.gz   question term → legal term table (terminology agent)
     adapter.npy            query-embedding adapter (terminology agent)
     vocabulary.json.gz     document frequencies of the corpus terms (repair agent, PRF idf, LLM guard)
     planner.json           the planner policy
+    citation_counter.json  expected number of cited articles per question (service.rerank.citation_count)
     reranker_agentic.txt   LightGBM model over agentic pools
     reranker_hybrid.txt    LightGBM model over hybrid pools (the ``hybrid+rerank`` pipeline)
 
@@ -37,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from service.agents.law_evidence import LawMixer
 from service.agents.planner import PlannerPolicy
 from service.agents.prefilter import LawClassifier
 from service.agents.rewriters.terminology import QueryAdapter, TermMapping
@@ -44,9 +47,11 @@ from service.agents.vocabulary import Vocabulary
 from service.analysis.chain import analyzer_for
 from service.analysis.language import detect_language
 from service.errors import ConfigError
+from service.rerank.citation_count import CitationCounter
 from service.rerank.features import FEATURE_NAMES
 from service.rerank.learned import LearnedReranker
 from service.rerank.priors import ArticlePrior, QuestionMemory
+from service.retrieval.weights import FUSION_KEY, FusionWeights
 
 log = logging.getLogger(__name__)
 
@@ -56,12 +61,14 @@ ROUTING_ENTRY = "routing"
 """Manifest entry with the routing calibration (thresholds, gamma, cut; see docs/ROUTING.md)."""
 _FILES = {
     "law_classifier": "law_classifier.npz",
+    "law_mixer": "law_mixer.json",
     "memory": "memory.npz",
     "prior": "prior.json",
     "term_mapping": "term_mapping.json.gz",
     "adapter": "adapter.npy",
     "vocabulary": "vocabulary.json.gz",
     "planner": "planner.json",
+    "citation_counter": "citation_counter.json",
     "reranker_agentic": "reranker_agentic.txt",
     "reranker_hybrid": "reranker_hybrid.txt",
 }
@@ -74,20 +81,24 @@ class TrainedModels:
     Attributes:
         language: the training questions' language ('' = mixed; detect per question).
         embedder: name of the embedder the vector-based parts were trained with.
+        fusion: the hybrid fusion weights fitted on the training questions (manifest entry ``fusion``).
         info: the rest of the manifest (dataset, split, sizes, cross-validation scores).
     """
 
     language: str = ""
     embedder: str = ""
     law_classifier: LawClassifier | None = None
+    law_mixer: LawMixer | None = None
     memory: QuestionMemory | None = None
     prior: ArticlePrior | None = None
     term_mapping: TermMapping | None = None
     adapter: QueryAdapter | None = None
     vocabulary: Vocabulary | None = None
     planner: PlannerPolicy | None = None
+    citation_counter: CitationCounter | None = None
     reranker_agentic: LearnedReranker | None = None
     reranker_hybrid: LearnedReranker | None = None
+    fusion: FusionWeights | None = None
     info: dict[str, Any] = field(default_factory=dict)
     path: str = ""
 
@@ -141,6 +152,7 @@ class TrainedModels:
             "embedder": self.embedder,
             "feature_names": list(FEATURE_NAMES),
             "components": written,
+            **({FUSION_KEY: self.fusion.to_dict()} if self.fusion is not None else {}),
             **(info if info is not None else self.info),
         }
         (folder / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
@@ -158,7 +170,7 @@ def _write_component(name: str, component: Any, target: Path) -> None:
     elif name == "term_mapping":
         with gzip.open(target, "wt", encoding="utf-8") as fh:
             json.dump(component.to_json(), fh, ensure_ascii=False, separators=(",", ":"))
-    elif name in ("prior", "planner"):
+    elif name in ("prior", "planner", "law_mixer", "citation_counter"):
         target.write_text(json.dumps(component.to_json(), ensure_ascii=False), encoding="utf-8")
     else:
         component.save(target)
@@ -182,6 +194,10 @@ def _read_component(name: str, path: Path, feature_names: Sequence[str], compile
         return ArticlePrior.from_json(json.loads(path.read_text(encoding="utf-8")))
     if name == "planner":
         return PlannerPolicy.from_json(json.loads(path.read_text(encoding="utf-8")))
+    if name == "law_mixer":
+        return LawMixer.from_json(json.loads(path.read_text(encoding="utf-8")))
+    if name == "citation_counter":
+        return CitationCounter.from_json(json.loads(path.read_text(encoding="utf-8")))
     label = "learned" if name == "reranker_agentic" else "learned_hybrid"
     return LearnedReranker.load(path, feature_names, label=label, compile_trees=compile_trees)
 
@@ -255,9 +271,20 @@ def read_models(path: str | Path, *, compile_trees: bool = True) -> TrainedModel
             setattr(models, name, _read_component(name, folder / filename, feature_names, compile_trees))
         except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
             raise ConfigError(f"{folder}: cannot read {filename} ({type(exc).__name__}: {exc}); retrain") from None
+    models.fusion = FusionWeights.from_entry(manifest.get(FUSION_KEY), "model")
     models.info = {k: v for k, v in manifest.items()
-                   if k not in ("components", "feature_names", "format_version", "language", "embedder")}
+                   if k not in ("components", "feature_names", "format_version", "language", "embedder", FUSION_KEY)}
     return models
+
+
+def read_trained_fusion(model_dir: str | Path) -> FusionWeights | None:
+    """The fusion weights of a model folder from its manifest alone (the hybrid pipeline needs nothing
+    else of it); ``None`` when the folder or its weights are missing."""
+    try:
+        manifest = json.loads((Path(model_dir) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    return FusionWeights.from_entry(manifest.get(FUSION_KEY), "model") if isinstance(manifest, dict) else None
 
 
 _CACHE: dict[tuple[str, bool], tuple[float, TrainedModels]] = {}

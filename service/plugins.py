@@ -58,6 +58,14 @@ class Plugin:
         return _resolve(self.llm) if self.llm else None
 
 
+def _llm_cell(plugin: Plugin) -> str:
+    """`` / `LlmClass` `` (the module shown only when it differs from the offline one's)."""
+    if not plugin.llm:
+        return ""
+    same_module = plugin.llm.partition(":")[0] == plugin.target.partition(":")[0]
+    return f" / `{plugin.llm.partition(':')[2] if same_module else plugin.llm}`"
+
+
 def _resolve(target: str) -> Any:
     module, _, attribute = target.partition(":")
     obj: Any = importlib.import_module(module)
@@ -117,8 +125,7 @@ class PluginTable(Mapping[str, Plugin]):
 
     def markdown(self) -> str:
         """The table as Markdown rows ``| name | implementation | summary |`` (aliases last)."""
-        rows = [f"| `{name}` | `{p.target}`{f' / `{p.llm}`' if p.llm else ''} | {p.summary} |"
-                for name, p in self._entries.items()]
+        rows = [f"| `{name}` | `{p.target}`{_llm_cell(p)} | {p.summary} |" for name, p in self._entries.items()]
         rows += [f"| `{name}` | alias | {meaning} |" for name, meaning in self.aliases.items()]
         return "\n".join(rows)
 
@@ -134,6 +141,8 @@ BACKENDS = PluginTable("backend", {
 EMBEDDERS = PluginTable("embedder", {
     "use": Plugin("service.embeddings.use:UseEmbedder", "multilingual Universal Sentence Encoder v3 (default)"),
     "e5": Plugin("service.embeddings.e5:E5Embedder", "multilingual-e5-small"),
+    "onnx": Plugin("service.embeddings.onnx:OnnxEmbedder",
+                   "a langchain4j embedding jar from Maven Central run with onnxruntime (`embedder.model`)"),
     "sentence-transformers": Plugin("service.embeddings.sentence_transformer:SentenceTransformerEmbedder",
                                     "any local sentence-transformers model (`embedder.model_path`)"),
     "openai": Plugin("service.embeddings.openai_embedder:OpenAIEmbedder",
@@ -155,31 +164,32 @@ PIPELINES = PluginTable("pipeline", {
 
 RERANKERS = PluginTable("reranker", {
     "learned": Plugin("service.rerank.learned:LearnedReranker",
-                      "LightGBM lambdarank over pool features (needs a model folder)"),
-    "llm": Plugin("service.rerank.llm:LlmReranker", "the LLM orders the best 20 of the learned order"),
+                      "LightGBM lambdarank over pool features (needs a model folder)",
+                      {"fallback": "none", "unavailable": "no trained reranker (no model folder); kept the heuristic "
+                                                          "pool order"}),
+    "llm": Plugin("service.rerank.llm:LlmReranker", "the LLM orders the best 20 of the learned order",
+                  {"fallback": "learned", "unavailable": "no LLM configured; used the learned reranker"}),
     "cross-encoder": Plugin("service.rerank.cross_encoder:CrossEncoderReranker",
                             "a local CrossEncoder scores the best 50 (`agents.cross_encoder_path`)"),
     "none": Plugin("service.rerank.base:PoolOrderReranker", "the pool's heuristic order"),
 }, aliases={"auto": "llm when an LLM is configured, else learned"})
 
+def _agent(module: str, role: str, summary: str) -> Plugin:
+    """An agent whose ``module`` holds ``Offline<role>Rewriter`` and ``Llm<role>Rewriter``."""
+    return Plugin(f"{module}:Offline{role}Rewriter", summary, llm=f"{module}:Llm{role}Rewriter")
+
+
 REWRITERS = PluginTable("agent", {
-    "terminology": Plugin("service.agents.rewriters.terminology:OfflineTerminologyRewriter",
-                          "everyday words to legal terms (term mapping, query adapter)",
-                          llm="service.agents.rewriters.terminology:LlmTerminologyRewriter"),
-    "conditions": Plugin("service.agents.rewriters.conditions:OfflineConditionsRewriter",
-                         "implicit legal conditions, from the pool's distinctive terms",
-                         llm="service.agents.rewriters.conditions:LlmConditionsRewriter"),
-    "decompose": Plugin("service.agents.rewriters.decompose:OfflineDecomposeRewriter",
-                        "one query per legal issue of the question",
-                        llm="service.agents.rewriters.decompose:LlmDecomposeRewriter"),
-    "supportive": Plugin("service.agents.rewriters.supportive:OfflineSupportiveRewriter",
-                         "related articles along the citation graph",
-                         llm="service.agents.rewriters.supportive:LlmSupportiveRewriter"),
-    "repair": Plugin("service.agents.rewriters.repair:OfflineRepairRewriter",
-                     "terms the corpus does not know, replaced by known neighbours",
-                     llm="service.agents.rewriters.repair:LlmRepairRewriter"),
-    "hyde": Plugin("service.agents.hyde:OfflineHydeRewriter", "hypothetical statute passages (LLM only)",
-                   llm="service.agents.hyde:LlmHydeRewriter"),
+    "terminology": _agent("service.agents.rewriters.terminology", "Terminology",
+                          "everyday words to legal terms (term mapping, query adapter)"),
+    "conditions": _agent("service.agents.rewriters.conditions", "Conditions",
+                         "implicit legal conditions, from the pool's distinctive terms"),
+    "decompose": _agent("service.agents.rewriters.decompose", "Decompose", "one query per legal issue of the question"),
+    "supportive": _agent("service.agents.rewriters.supportive", "Supportive",
+                         "related articles along the citation graph"),
+    "repair": _agent("service.agents.rewriters.repair", "Repair",
+                     "terms the corpus does not know, replaced by known neighbours"),
+    "hyde": _agent("service.agents.hyde", "Hyde", "hypothetical statute passages (LLM only)"),
 })
 """The rewriting agents; a request may allow the first five (``hyde`` runs only with an LLM)."""
 

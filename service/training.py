@@ -2,8 +2,8 @@
 
 What is learned, all from the split's questions and their gold articles:
 
-1. the law/section classifier, the question memory, the article prior, the term mapping and the
-   query adapter (fast, closed-form or convex fits);
+1. the hybrid fusion weights (:func:`fit_fusion_weights`), the law/section classifier, the question
+   memory, the article prior, the term mapping and the query adapter (fast, closed-form or convex fits);
 2. the planner policy: which agents bring gold articles the pool lacked, for which questions;
 3. the learned rerankers (LightGBM lambdarank) over agentic pools and over hybrid pools;
 4. the routing calibration: thresholds, gamma and the score-cliff cut of the routed pipeline.
@@ -46,6 +46,7 @@ import numpy as np
 from tqdm import tqdm
 
 from service.agents.base import PlanView
+from service.agents.law_evidence import LawEvidence, LawMixer, top_k_accuracy
 from service.agents.planner import POOL_AGENTS, QUESTION_AGENTS, PlannerPolicy, policy_vector
 from service.agents.prefilter import LawClassifier
 from service.agents.rewriters.terminology import QueryAdapter, TermMapping
@@ -61,11 +62,14 @@ from service.errors import DataError, InvalidInput
 from service.evaluation.dataset_index import ensure_dataset_index
 from service.models import MANIFEST, ROUTING_ENTRY, TrainedModels, forget_models, read_models, update_manifest
 from service.pipelines.agentic import AgenticPipeline, AgenticState
-from service.pipelines.base import SearchRequest
+from service.pipelines.base import Probe, SearchRequest, check_query_lengths
 from service.pipelines.build import Runtime
+from service.pipelines.hybrid import HybridPipeline
 from service.pipelines.resources import IndexResources
-from service.rerank.features import FEATURE_NAMES, pool_features
+from service.rerank.citation_count import CitationCounter
+from service.rerank.features import FEATURE_NAMES
 from service.rerank.learned import LearnedReranker
+from service.retrieval.weights import FusionFit, fit_weights, with_trained
 from service.routing.measure import collect_fit_data
 from service.routing.tuning import CalibrationTargets, FitData, fit_calibration
 
@@ -124,13 +128,32 @@ def prepare(runtime: Runtime, dataset: Dataset, split: str, index: str, graph: C
         raise DataError(f"{dataset.path}: split {split!r} has no question with a gold article in the index")
     language = dataset.language if dataset.language and "," not in dataset.language else ""
     tokens = [analyzer_for(q.lang or language or detect_language(q.text)).tokens(q.text) for q in queries]
-    vectors = runtime.embedder.embed_queries([q.text for q in queries])
+    # Embedded as the probe embeds them at search time (long questions: the passage mean).
+    embedder = runtime.index_embedder(index)
+    hybrid = HybridPipeline(runtime.backend, runtime.retrieval, runtime.settings.retrieval)
+    vectors = np.asarray([hybrid.query_vector(q.text, index) for q in queries], dtype=np.float32)
     gold_ids = sorted({d for g in golds for d in g})
     docs = runtime.backend.fetch(index, gold_ids)
     gold_terms = {d: set(analyzer_for(doc.lang or language).tokens(bm25_text(doc))) for d, doc in docs.items()}
-    doc_vectors = runtime.embedder.embed_documents([embedding_text(docs[d]) for d in gold_ids if d in docs])
+    doc_vectors = embedder.embed_documents([embedding_text(docs[d]) for d in gold_ids if d in docs])
     gold_vectors = {d: v for d, v in zip([d for d in gold_ids if d in docs], doc_vectors, strict=True)}
     return TrainingData(queries, golds, tokens, vectors, gold_terms, gold_vectors, language)
+
+
+def fit_fusion_weights(runtime: Runtime, data: TrainingData, index: str) -> FusionFit:
+    """The BM25/kNN fusion weights that rank the split's gold best (a step of ``lexsearch train``).
+
+    One weight, fitted on the whole split, also fuses the pools of the cross-fitted folds (one number
+    leaks across folds), so that the rerankers learn from pools fused as the served model fuses them.
+    """
+    cfg = runtime.settings.retrieval
+    hybrid = runtime.pipeline("hybrid")
+    assert isinstance(hybrid, HybridPipeline)
+    # BM25 as the probe runs it (long questions: their weighted key terms), kNN with the probe's vector.
+    lists = [(hybrid.bm25(q.text, index, k=cfg.depth, filters=None, lang=q.lang),
+              runtime.backend.knn(index, vector, k=cfg.depth))
+             for q, vector in zip(data.queries, data.vectors, strict=True)]
+    return fit_weights(lists, data.golds, cfg, method="trained")
 
 
 def fit_parts(data: TrainingData, rows: Sequence[int], graph: CorpusGraph, vocabulary: Vocabulary | None,
@@ -199,6 +222,32 @@ def policy_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str,
     return rows
 
 
+def law_evidence(runtime: Runtime, models: TrainedModels, data: TrainingData, i: int, index: str,
+                 graph: CorpusGraph, k: int) -> LawEvidence:
+    """The law evidence of training question ``i`` as a search sees it, with ``models``' classifier and
+    fusion weights."""
+    query = data.queries[i]
+    hybrid = runtime.pipeline("hybrid")
+    assert isinstance(hybrid, HybridPipeline)
+    bm25 = hybrid.bm25(query.text, index, k=k, filters=None, lang=query.lang)
+    knn = runtime.backend.knn(index, data.vectors[i], k=k)
+    weights = with_trained(runtime.retrieval(index).weights, models.fusion, runtime.settings.retrieval)
+    ranked = [graph.law_of(h.doc_id) for h in hybrid.fuse(Probe(bm25, knn, data.vectors[i], weights))]
+    clf = models.law_classifier
+    laws = clf.law_probabilities(data.tokens[i], data.vectors[i]) if clf is not None else []
+    return LawEvidence.gather(query.text, laws, ranked, graph.laws())
+
+
+def _law_accuracy(evidence: Sequence[LawEvidence], gold: Sequence[set[str]], mixer: LawMixer) -> dict[str, Any]:
+    """Top-1 and top-3 accuracy of the classifier alone and of the mixed prediction, and the weights."""
+    out: dict[str, Any] = {}
+    for name, model in (("classifier", LawMixer()), ("mixed", mixer)):
+        ranked = [[law for law, _ in model.probabilities(e)] for e in evidence]
+        out[name] = {f"top{k}": round(top_k_accuracy(ranked, gold, k), 4) for k in (1, 3)}
+    out["weights"] = mixer.to_json()["weights"]
+    return out
+
+
 def _view(state: AgenticState, allowed: Sequence[str]) -> PlanView:
     return PlanView(question=state.request["query"], language=state.language, round=state.round, max_rounds=4,
                     allowed=list(allowed), used=state.used, new_per_round=state.new_per_round,
@@ -214,23 +263,34 @@ def pool_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k
         if not agents:
             break
         state = pipe.merge(state, [pipe.rewrite(state, a) for a in agents])
-    resources = IndexResources.get(pipe.runtime.backend, index, pipe.models())
     # Every candidate, as at query time: dropping "uninteresting" ones would teach the trees that a
     # deep first-retrieval rank means "found by something else", which is often relevant.
-    hits = list(state.pool.values())
-    features = pool_features(hits, pipe.feature_context(state, resources, pipe.models()))
-    labels = np.asarray([1.0 if h.doc_id in gold else 0.0 for h in hits], dtype=np.float32)
+    features = pipe.pool_features(state)
+    labels = np.asarray([1.0 if h.doc_id in gold else 0.0 for h in state.pool.values()], dtype=np.float32)
     return features, labels
 
 
+@dataclass
+class RerankerCV:
+    """What the reranker's cross-validation found."""
+
+    recall: dict[int, float]
+    """Out-of-fold Recall@10 by number of boosting rounds."""
+    rankings: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]]
+    """By number of rounds, each question's out-of-fold ranking: its pool's labels and scores, best first."""
+    models: dict[int, LearnedReranker]
+    """By fold, the model fitted without it (``max(ROUND_GRID)`` rounds)."""
+
+
 def _cv_recall(groups: list[tuple[np.ndarray, np.ndarray, int]], folds: list[list[int]], gold_counts: list[int],
-               bar: tqdm | None = None) -> tuple[dict[int, float], dict[int, LearnedReranker]]:
+               bar: tqdm | None = None) -> RerankerCV:
     """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`,
-    and the model fitted without each fold (by the fold's number; ``max(ROUND_GRID)`` rounds).
+    each question's out-of-fold ranking, and the model fitted without each fold.
 
     ``gold_counts`` are the full gold-set sizes, so gold articles missing from a pool count as misses.
     """
     recalls: dict[int, list[float]] = {n: [] for n in ROUND_GRID}
+    rankings: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {n: {} for n in ROUND_GRID}
     models: dict[int, LearnedReranker] = {}
     for f, held in enumerate(folds):
         held_set = set(held)
@@ -247,11 +307,30 @@ def _cv_recall(groups: list[tuple[np.ndarray, np.ndarray, int]], folds: list[lis
             scores = model.booster.predict(matrix, num_iteration=n, num_threads=2)
             for j, g in enumerate(test):
                 part = scores[bounds[j]:bounds[j + 1]]
-                top = np.argsort(-part, kind="stable")[:10]
-                recalls[n].append(float(g[1][top].sum()) / gold_counts[g[2]])
+                order = np.argsort(-part, kind="stable")
+                ranked = g[1][order]
+                rankings[n][g[2]] = (ranked, part[order])
+                recalls[n].append(float(ranked[:10].sum()) / gold_counts[g[2]])
         if bar is not None:
             bar.update(1)
-    return {n: float(np.mean(v)) for n, v in recalls.items()}, models
+    return RerankerCV({n: float(np.mean(v)) for n, v in recalls.items()}, rankings, models)
+
+
+def fit_citation_counter(data: TrainingData, parts: list[list[int]],
+                         rankings: dict[int, tuple[np.ndarray, np.ndarray]]) -> CitationCounter:
+    """The citation counter on the whole split, its multiplier tuned on out-of-fold counts and rankings."""
+    texts = [q.text for q in data.queries]
+    counts = [len(g) for g in data.golds]
+    expected = [0.0] * len(texts)
+    for f, held in enumerate(parts):
+        rest = [i for g, p in enumerate(parts) if g != f for i in p]
+        fold_counter = CitationCounter.fit([texts[i] for i in rest], [counts[i] for i in rest])
+        for i in held:
+            expected[i] = fold_counter.expected(texts[i])
+    usable = [i for i in range(len(texts)) if i in rankings]
+    return CitationCounter.fit(texts, counts).tuned([expected[i] for i in usable],
+                                                   [rankings[i][0] for i in usable],
+                                                   [rankings[i][1] for i in usable], [counts[i] for i in usable])
 
 
 def check_inputs(settings: Settings, dataset: Dataset, split: str, out: str | Path, *, folds: int = FOLDS,
@@ -259,9 +338,9 @@ def check_inputs(settings: Settings, dataset: Dataset, split: str, out: str | Pa
     """Check everything that can be checked before the long work starts.
 
     The split must exist and hold at least ``folds`` questions with gold articles, none of them
-    empty or longer than the query limit (``retrieval.max_query_chars``: training runs each question
-    as a search, and a search refuses longer ones); ``out`` must be a new or model folder that can
-    be written.
+    longer than the query limit (``retrieval.max_query_chars``: training runs each question as a
+    search, and a search refuses longer ones); ``out`` must be a new or model folder that can be
+    written.
 
     Raises:
         InvalidInput: naming the first problem found and how to mend it.
@@ -274,17 +353,10 @@ def check_inputs(settings: Settings, dataset: Dataset, split: str, out: str | Pa
         raise InvalidInput(f"{dataset.path} has no split {split!r} (it has: {', '.join(dataset.splits()) or 'none'})")
     qrels = dataset.qrels(split)
     labelled = [q for q in dataset.queries(split) if qrels.get(q.qid)]
+    check_query_lengths(labelled, settings.retrieval.max_query_chars)
     if len(labelled) < folds:
         raise InvalidInput(f"split {split!r} of {dataset.path} has {len(labelled)} questions with gold articles; "
                            f"training with {folds} folds needs at least {folds}")
-    limit = settings.retrieval.max_query_chars
-    too_long = [q for q in labelled if len(q.text) > limit]
-    if too_long:
-        longest = max(too_long, key=lambda q: len(q.text))
-        raise InvalidInput(f"{len(too_long)} question(s) of split {split!r} are longer than the query limit of "
-                           f"{limit:,} characters (retrieval.max_query_chars), the longest {longest.qid!r} with "
-                           f"{len(longest.text):,}; raise the limit (LEXSEARCH_RETRIEVAL_MAX_QUERY_CHARS) or "
-                           "shorten those questions")
     check_output_folder(out)
 
 
@@ -327,10 +399,16 @@ class TrainingRun:
     graph: CorpusGraph | None = None
     data: TrainingData | None = None
     vocabulary: Vocabulary | None = None
+    fusion: FusionFit | None = None
+    """The trained BM25/kNN fusion weights."""
     parts: list[list[int]] = field(default_factory=list)
     """The folds: row numbers of ``data.queries``."""
     fold_models: list[TrainedModels] = field(default_factory=list)
-    """Per fold, the question-level parts fitted on the other folds."""
+    """Per fold, the question-level parts fitted on the other folds (with the fusion weights and,
+    after the ``law_mixer`` step, the law mixer)."""
+    law_mixer: LawMixer | None = None
+    law_accuracy: dict[str, Any] = field(default_factory=dict)
+    """Out-of-fold law prediction accuracy (manifest ``cv.law``)."""
     policy_rows: dict[str, list[tuple[int, np.ndarray, int]]] = field(default_factory=dict)
     """Per agent: (question row, planner input, 1 when the agent surfaced a gold article)."""
     policy: PlannerPolicy | None = None
@@ -340,6 +418,7 @@ class TrainingRun:
     """Boosting rounds of the rerankers, chosen by cross-validation."""
     cv_rerankers: dict[int, LearnedReranker] = field(default_factory=dict)
     """Per fold, the agentic reranker the cross-validation fitted without it (``max(ROUND_GRID)`` rounds)."""
+    citation_counter: CitationCounter | None = None
     models: TrainedModels | None = None
     """The final models, fitted on the whole split."""
     routing: dict[str, Any] | None = None
@@ -380,15 +459,42 @@ def step_prepare(run: TrainingRun) -> None:
         run.vocabulary = Vocabulary.build(_counted(backend.scan(run.index), bar), default_lang=run.data.language)
 
 
+def step_fusion(run: TrainingRun) -> None:
+    """The trained fusion weights (:func:`fit_fusion_weights`)."""
+    run.fusion = fusion = fit_fusion_weights(run.runtime, run.prepared(), run.index)
+    run.info["fusion_fit"] = {k: v for k, v in fusion.to_dict().items() if k not in ("bm25", "knn")}
+    run.say(f"fusion weights: bm25 {fusion.bm25:.2f}, knn {fusion.knn:.2f} "
+            f"(Recall@10 {fusion.evidence['curve'][f'{fusion.bm25:.2f}'][0]:.4f} on the split)")
+
+
 def step_fold_parts(run: TrainingRun) -> None:
     """Cut the split into folds and fit the question-level parts of each on the other folds."""
-    assert run.graph is not None
+    assert run.graph is not None and run.fusion is not None
     data = run.prepared()
     run.parts = folds_of(len(data.queries), run.folds)
     run.say(f"fitting the question-level parts of {run.folds} folds")
-    run.fold_models = [fit_parts(data, run.fold_rows(f), run.graph, run.vocabulary, run.runtime.embedder.name)
+    embedder = run.runtime.index_embedder(run.index).name
+    run.fold_models = [replace(fit_parts(data, run.fold_rows(f), run.graph, run.vocabulary, embedder),
+                               fusion=run.fusion.weights("model"))
                        for f in tqdm(range(run.folds), desc="fold parts", unit="fold", disable=not run.show_bars,
                                      leave=False)]
+
+
+def step_law_mixer(run: TrainingRun) -> None:
+    """The law mixer, from classifier probabilities that did not see the question."""
+    assert run.graph is not None
+    data = run.prepared()
+    run.say("fitting the law mixer (classifier, retrieval and mention evidence)")
+    fold_of = {i: f for f, held in enumerate(run.parts) for i in held}
+    evidence = [law_evidence(run.runtime, run.fold_models[fold_of[i]], data, i, run.index, run.graph, _depth(run))
+                for i in range(len(data.queries))]
+    gold_laws = [{run.graph.law_of(d) for d in g} for g in data.golds]
+    run.law_mixer = mixer = LawMixer.fit(evidence, gold_laws)
+    run.fold_models = [replace(models, law_mixer=mixer) for models in run.fold_models]
+    report = run.law_accuracy = _law_accuracy(evidence, gold_laws, mixer)
+    run.say(f"law prediction (out of fold): top-1 {report['mixed']['top1']:.3f}, top-3 "
+            f"{report['mixed']['top3']:.3f} (classifier alone {report['classifier']['top1']:.3f} / "
+            f"{report['classifier']['top3']:.3f})")
 
 
 def step_policy(run: TrainingRun) -> None:
@@ -397,7 +503,7 @@ def step_policy(run: TrainingRun) -> None:
     run.say("running every agent on every question (planner policy)")
     with run.bar(len(data.queries), "planner policy") as bar:
         for f, held in enumerate(run.parts):
-            pipe = AgenticPipeline(run.runtime, models=run.fold_models[f])
+            pipe = AgenticPipeline.from_runtime(run.runtime, models=run.fold_models[f])
             for i in held:
                 for agent, (x, gain) in policy_rows(pipe, data.queries[i], data.golds[i], run.index,
                                                     _depth(run)).items():
@@ -415,8 +521,8 @@ def step_pools(run: TrainingRun) -> None:
     with run.bar(len(data.queries), "reranker pools") as bar:
         for f, held in enumerate(run.parts):
             models = replace(run.fold_models[f], planner=run.policy)
-            agentic = AgenticPipeline(run.runtime, models=models)
-            hybrid = AgenticPipeline(run.runtime, name="hybrid+rerank", rounds=False, models=models)
+            agentic = AgenticPipeline.from_runtime(run.runtime, models=models)
+            hybrid = AgenticPipeline.from_runtime(run.runtime, name="hybrid+rerank", rounds=False, models=models)
             for i in held:
                 x, y = pool_rows(agentic, data.queries[i], data.golds[i], run.index, _depth(run))
                 run.agentic_groups.append((x, y, i))
@@ -431,25 +537,31 @@ def step_rerankers(run: TrainingRun) -> None:
     gold_counts = [len(g) for g in data.golds]
     run.say("cross-validating the rerankers")
     with run.bar(len(run.parts), "reranker cv", "fold") as bar:
-        cv, run.cv_rerankers = _cv_recall(run.agentic_groups, run.parts, gold_counts, bar)
-    run.rounds = max(cv, key=lambda n: cv[n])
+        cv = _cv_recall(run.agentic_groups, run.parts, gold_counts, bar)
+    run.cv_rerankers = cv.models
+    run.rounds = max(cv.recall, key=lambda n: cv.recall[n])
+    run.citation_counter = counter = fit_citation_counter(data, run.parts, cv.rankings[run.rounds])
     pool_recall = float(np.mean([g[1].sum() / gold_counts[g[2]] for g in run.agentic_groups]))
-    run.info["cv"] = {"agentic_recall@10": round(cv[run.rounds], 4), "agentic_rounds": run.rounds,
-                      "agentic_by_rounds": {str(n): round(v, 4) for n, v in cv.items()},
+    run.info["cv"] = {"agentic_recall@10": round(cv.recall[run.rounds], 4), "agentic_rounds": run.rounds,
+                      "agentic_by_rounds": {str(n): round(v, 4) for n, v in cv.recall.items()},
                       "pool_recall": round(pool_recall, 4),
-                      "mean_pool": round(float(np.mean([len(g[1]) for g in run.agentic_groups])), 1)}
+                      "mean_pool": round(float(np.mean([len(g[1]) for g in run.agentic_groups])), 1),
+                      "law": run.law_accuracy,
+                      "citation_count": {"multiplier": counter.multiplier, "cliff": counter.cliff,
+                                         "fixed_k": counter.fixed_k}}
 
 
 def step_final(run: TrainingRun) -> None:
     """Fit the final models on the whole split and write the model folder."""
-    assert run.graph is not None
+    assert run.graph is not None and run.fusion is not None
     data = run.prepared()
     run.say("fitting the final models on the whole split")
     every = list(range(len(data.queries)))
-    final = fit_parts(data, every, run.graph, run.vocabulary, run.runtime.embedder.name)
+    final = fit_parts(data, every, run.graph, run.vocabulary, run.runtime.index_embedder(run.index).name)
     agentic = _fit_reranker(run, run.agentic_groups, every, "learned")
     hybrid = _fit_reranker(run, run.hybrid_groups, every, "learned_hybrid")
-    run.models = replace(final, planner=run.policy, reranker_agentic=agentic, reranker_hybrid=hybrid)
+    run.models = replace(final, fusion=run.fusion.weights("model"), planner=run.policy, law_mixer=run.law_mixer,
+                         citation_counter=run.citation_counter, reranker_agentic=agentic, reranker_hybrid=hybrid)
     run.info = {"dataset": run.dataset.name, "data": str(run.dataset.path), "split": run.split,
                 "questions": len(data.queries), "corpus_documents": len(run.graph), "index": run.index,
                 "folds": run.folds, **run.info, "timings_s": dict(run.timings)}
@@ -478,10 +590,11 @@ def step_calibrate(run: TrainingRun) -> None:
         for f, held in enumerate(run.parts):
             folder = _held_out_models(run, f).save(Path(scratch) / f"fold-{f + 1}")
             runtime = Runtime(settings.replace(index={"model_dir": str(folder)}), backend=run.runtime.backend,
-                              embedder=run.runtime.embedder)
+                              embedder=run.runtime.index_embedder(run.index))
             try:
                 measured.append(collect_fit_data(runtime.pipeline("routed"), [data.queries[i] for i in held],
-                                                 qrels, index=run.index, progress=bar))
+                                                 qrels, index=run.index, forget_caches=runtime.forget_query_caches,
+                                                 progress=bar))
             finally:
                 forget_models(folder)
     run.routing = fit_calibration(FitData.concat(measured), run.calibration, calibrated_on={
@@ -504,7 +617,9 @@ class Step:
 STEPS: tuple[Step, ...] = (
     Step("index", step_index),
     Step("prepare", step_prepare),
+    Step("fusion", step_fusion),
     Step("fold_parts", step_fold_parts),
+    Step("law_mixer", step_law_mixer),
     Step("policy", step_policy),
     Step("pools", step_pools),
     Step("cv", step_rerankers),

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from service.agents.law_evidence import LawMixer
 from service.agents.planner import PlannerPolicy
 from service.agents.prefilter import LawClassifier
 from service.agents.rewriters.terminology import QueryAdapter, TermMapping
@@ -31,14 +32,15 @@ def _models() -> TrainedModels:
                                                                      "BGB#57": "BGB"}),
         memory=QuestionMemory.fit(TOKENS, vectors, GOLDS), prior=ArticlePrior.fit(GOLDS, lambda d: "BGB"),
         term_mapping=TermMapping({"miete": [("mietvertrag", 0.5)]}), adapter=QueryAdapter(np.eye(6)),
-        vocabulary=Vocabulary({"miete": 3}, 10), planner=PlannerPolicy({}))
+        vocabulary=Vocabulary({"miete": 3}, 10), planner=PlannerPolicy({}), law_mixer=LawMixer((0.5, 1.0, 2.0, 0.0)))
 
 
 def test_save_and_read_round_trip(tmp_path: Path) -> None:
     _models().save(tmp_path / "m", info={"dataset": "toy"})
     again = read_models(tmp_path / "m")
-    assert set(again.components()) == {"law_classifier", "memory", "prior", "term_mapping", "adapter", "vocabulary",
-                                       "planner"}
+    assert set(again.components()) == {"law_classifier", "law_mixer", "memory", "prior", "term_mapping", "adapter",
+                                       "vocabulary", "planner"}
+    assert again.law_mixer.weights.tolist() == [0.5, 1.0, 2.0, 0.0]
     assert again.language == "de" and again.embedder == "use-m3" and again.info["dataset"] == "toy"
     assert again.term_mapping.expand(["miete"]) == {"mietvertrag": pytest.approx(0.6)}
     assert again.law_probabilities("Miete und Kaution")[0][0] == "BGB"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from service.agents.base import REWRITING_AGENTS, AgentName
@@ -63,9 +65,23 @@ def test_the_cli_and_the_api_offer_the_table_names() -> None:
     choices = {a.dest: a.choices for a in search._actions if a.choices}
     assert tuple(choices["reranker"]) == RERANKERS.choices()
     assert tuple(choices["backend"]) == BACKENDS.choices()
-    assert tuple(choices["embedder"]) == EMBEDDERS.choices()
+    embedder_help = next(a.help for a in search._actions if a.dest == "embedder")  # a spec: kind[:model][@tokens]
+    assert all(name in embedder_help for name in EMBEDDERS.names())
     components = build_components(load_settings(environ={}), pipelines=list(PIPELINES), search_pipeline="hybrid",
                                   job_pipeline="hybrid")
     options = components["SearchRequest"]["properties"]["options"]["properties"]
     assert tuple(options["reranker"]["enum"]) == RERANKERS.choices()
     assert tuple(options["agents"]["items"]["enum"]) == REWRITING_AGENTS
+
+
+def test_the_architecture_page_shows_the_tables() -> None:
+    page = (Path(__file__).resolve().parents[1] / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    for table in TABLES:
+        assert table.markdown() in page, f"docs/ARCHITECTURE.md does not show the {table.kind} table as it is"
+
+
+def test_the_agents_page_lists_the_reranker_and_agent_names_of_the_tables() -> None:
+    page = (Path(__file__).resolve().parents[1] / "docs" / "AGENTS.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip(): line for line in page.splitlines() if line.startswith("| `")}
+    assert [n for n in RERANKERS.choices() if f"`{n}`" not in rows["`reranker`"]] == []
+    assert [a for a in REWRITING_AGENTS if a not in rows["`agents`"]] == []

@@ -51,3 +51,24 @@ def test_a_response_carries_citations_snippets_and_the_cut(mini_embedded: tuple[
     assert [h["rank"] for h in body["hits"]] == [1, 2, 3, 4] and "trace" not in body
     assert body["hits"][3] == {**body["hits"][3], "citation": "gone", "snippet": None}
     assert all(h["snippet"]["text"] for h in body["hits"][:3])
+
+
+@pytest.mark.unit
+def test_a_work_is_shown_in_the_questions_language_with_every_version(trilingual_embedded, use_embedder) -> None:
+    backend, name = trilingual_embedded
+    response = SearchResponse(hits=[Hit(doc_id="OR-art257e-de", score=1.0), Hit(doc_id="OR-art41-de", score=0.5)])
+
+    def shown(query: str, filters: Filters | None = None, lang: str = "") -> list[dict]:
+        request = SearchRequest(query, index=name, k=2, filters=filters, lang=lang)
+        return render_response(backend, request, response, pipeline="hybrid", took_ms=1.0,
+                               embedder=use_embedder)["hits"]
+
+    italian = shown("Il locatore non mi restituisce la garanzia")
+    assert [(h["doc_id"], h["lang"], h["version"]) for h in italian] == [
+        ("OR-art257e-de", "it", "OR-art257e-it"), ("OR-art41-de", "it", "OR-art41-it")]
+    assert italian[0]["citation"] == "art. 257e CO" and "garanzia" in italian[0]["snippet"]["text"]
+    assert [v["doc_id"] for v in italian[0]["versions"]] == ["OR-art257e-de", "OR-art257e-fr", "OR-art257e-it"]
+    assert italian[0]["pinpoint"] and italian[0]["pinpoint"][0]["citation"].startswith("Art. 257e cpv. ")
+    assert {h["lang"] for h in shown("My landlord keeps the deposit")} == {"de"}  # no English version
+    assert {h["lang"] for h in shown("My landlord keeps the deposit", Filters.of(lang="fr"))} == {"fr"}
+    assert {h["lang"] for h in shown("Kaution", lang="fr")} == {"fr"}

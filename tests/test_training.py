@@ -53,14 +53,22 @@ def test_folds_partition_the_questions() -> None:
 def test_training_writes_every_component(trained) -> None:
     _, out, report, _ = trained
     manifest = json.loads((out / "manifest.json").read_text())
-    assert set(manifest["components"]) == {"law_classifier", "memory", "prior", "term_mapping", "adapter",
-                                           "vocabulary", "planner", "reranker_agentic", "reranker_hybrid"}
+    assert set(manifest["components"]) == {"law_classifier", "law_mixer", "memory", "prior", "term_mapping",
+                                           "adapter", "vocabulary", "planner", "citation_counter",
+                                           "reranker_agentic", "reranker_hybrid"}
+    assert 1 <= report["cv"]["citation_count"]["fixed_k"] <= 10
+    law = report["cv"]["law"]
+    assert 0.0 <= law["mixed"]["top1"] <= law["mixed"]["top3"] <= 1.0 and len(law["weights"]) == 4
     assert manifest["questions"] == 8 and manifest["split"] == "dev" and manifest["embedder"] == "use-m3"
     assert 0.0 <= report["cv"]["agentic_recall@10"] <= 1.0 and report["timings_s"]["total"] > 0
     models = load_models(out)
     assert models is load_models(out)  # cached per process
     assert models.memory is not None and len(models.memory) == 8
     assert models.law_probabilities("用人单位辞退劳动者") and models.prior.count("17083") == 1
+    # The fusion weights fitted on the split's labels, with the curve that chose them.
+    assert manifest["fusion"]["source"] == "model" and manifest["fusion"]["fusion"] == "linear-zscore"
+    assert models.fusion is not None and models.fusion.bm25 + models.fusion.knn == pytest.approx(1.0)
+    assert manifest["fusion_fit"]["method"] == "trained" and len(manifest["fusion_fit"]["curve"]) == 21
 
 
 def test_pipelines_use_the_trained_models(trained) -> None:
@@ -71,9 +79,13 @@ def test_pipelines_use_the_trained_models(trained) -> None:
     agentic = rt.pipeline("agentic").run(request)
     assert agentic.trace["reranker"]["name"] == "learned" and agentic.trace["models"]["path"] == str(out.resolve())
     assert agentic.trace["law_prediction"]["laws"] and agentic.trace["memory_candidates"] >= 1
+    assert set(agentic.trace["law_prediction"]["evidence"]) == {"named", "cited"}
     assert "17083" in [h.doc_id for h in agentic.hits]
+    assert agentic.trace["fusion_weights"]["source"] == "model"
     hybrid = rt.pipeline("hybrid+rerank").run(request)
     assert hybrid.trace["reranker"]["name"] == "learned_hybrid" and hybrid.trace["rounds"] == 0
+    plain = rt.pipeline("hybrid").run(request)  # reads the weights from the model folder's manifest alone
+    assert plain.trace["fusion_weights"] == {**load_models(out).fusion.to_dict(), "source": "model"}
     assert all(np.isfinite(h.score) for h in hybrid.hits)
 
 
@@ -166,7 +178,7 @@ def test_no_calibrate_stores_no_routing(trained, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("case", "message"), [
-    ("long", "longer than the query limit of 40 characters"),
+    ("long", "exceed the limit of 40 characters"),
     ("few", "needs at least 5"),
     ("split", "no split 'nope'"),
     ("out-file", "is a file"),
@@ -198,7 +210,7 @@ def test_inputs_are_checked_before_any_long_work(tmp_path: Path, case: str, mess
     runtime = Runtime(settings)  # no embedder or backend is built before the checks pass
     with pytest.raises(InvalidInput, match=message):
         train_models(runtime, dataset, split, out, folds=folds, calibration=targets)
-    assert not (tmp_path / "indices").exists() and runtime._embedder is None
+    assert not (tmp_path / "indices").exists() and not runtime._embedders and runtime._backend is None
 
 
 def test_a_failed_calibration_leaves_working_models(trained, tmp_path: Path) -> None:

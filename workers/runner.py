@@ -38,6 +38,7 @@ from service.corpus.model import LegalDoc
 from service.errors import LexsearchError
 from service.indexing import index_documents
 from service.jobs import JobKind, JobRecord, JobStatus, JobStore
+from service.lazy import built_once
 from service.pipelines.base import SearchResponse, StepwisePipeline
 from service.pipelines.build import Runtime
 from service.redisconn import connect
@@ -82,34 +83,22 @@ class WorkerContext:
     @property
     def runtime(self) -> Runtime:
         self._check_fork()
-        with self._lock:
-            if self._runtime is None:
-                self._runtime = Runtime(self.settings)
-            return self._runtime
+        return built_once(self, "_runtime", self._lock, lambda: Runtime(self.settings))
 
     @property
     def client(self) -> redis.Redis:
         self._check_fork()
-        with self._lock:
-            if self._client is None:
-                self._client = connect(self.settings.jobs.redis_url)
-            return self._client
+        return built_once(self, "_client", self._lock, lambda: connect(self.settings.jobs.redis_url))
 
     @property
     def store(self) -> JobStore:
         client = self.client
-        with self._lock:
-            if self._store is None:
-                self._store = JobStore(client, self.settings.jobs)
-            return self._store
+        return built_once(self, "_store", self._lock, lambda: JobStore(client, self.settings.jobs))
 
     @property
     def traces(self) -> TraceSink:
         self._check_fork()
-        with self._lock:
-            if self._traces is None:
-                self._traces = build_trace_sink(self.settings)
-            return self._traces
+        return built_once(self, "_traces", self._lock, lambda: build_trace_sink(self.settings))
 
     def llm_slot(self) -> Any:
         """A context manager holding one cluster-wide LLM slot (a no-op when no LLM is configured)."""
@@ -236,7 +225,8 @@ class JobRunner:
         docs = [LegalDoc.from_dict(d) for d in req["documents"]]
         self.store.mark_running(job_id, "indexing", {"documents": len(docs)})
         runtime = self.ctx.runtime
-        report = index_documents(runtime.backend, runtime.embedder, req["index"], docs,
+        embedder = runtime.index_embedder(req["index"], req.get("language", ""))
+        report = index_documents(runtime.backend, embedder, req["index"], docs,
                                  language=req.get("language", ""))
         result = {"index": req["index"], "sent": report.sent + len(req.get("rejected", [])),
                   "indexed": report.indexed, "failed": report.failed, "rejected": req.get("rejected", [])}
@@ -327,7 +317,7 @@ class JobRunner:
         request = request_from_json(job.request["search"], default_index=self.ctx.settings.index.name)
         took_ms = (time.time() - (job.started_at or job.created_at)) * 1000
         body = render_response(self.ctx.runtime.backend, request, response, pipeline=job.request["pipeline"],
-                               took_ms=took_ms)
+                               took_ms=took_ms, embedder=self.ctx.runtime.embedder_or_none(request.index))
         body["job_id"] = job_id
         if self.store.complete(job_id, body):
             self._finalised(job_id)

@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
@@ -129,6 +130,8 @@ class Evidence:
         round: the 1-based round being planned.
         language: the question's analysis language.
         terms: the question's analysed terms.
+        query_weights: BM25 weights of a long question's terms (``service.retrieval.long_query``;
+            ``None`` for a short question: each term counts as often as it occurs).
         top: the current best pool members, best first (documents fetched).
         law_probabilities: predicted laws with probabilities, most likely first.
         tried: query texts already searched (rewriters avoid repeating them).
@@ -148,6 +151,11 @@ class Evidence:
     graph: CorpusGraph | None = None
     vocabulary: VocabularyCheck | None = None
     budget: CallBudget | None = None
+    query_weights: dict[str, float] | None = None
+
+    def base_weights(self) -> dict[str, float]:
+        """The question's BM25 term weights that lexical rewrites add their terms to."""
+        return dict(self.query_weights) if self.query_weights else dict(Counter(self.terms))
 
 
 @runtime_checkable

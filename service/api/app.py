@@ -109,15 +109,18 @@ def create_app(settings: Settings | None = None) -> Flask:
 
 
 def warm_up(app: Flask) -> None:
-    """Load the query embedder and open the default index now, so the first request is not slow.
+    """Load the default index's query embedder and open the index now, so the first request is not slow.
 
     Failures are logged, not raised: a dependency that is down shows up in ``/ready``.
     """
     svc: ServiceContext = app.extensions[EXTENSION]
     try:
-        svc.runtime.embedder.embed_queries(["warm-up"])
-        if svc.runtime.backend.exists(svc.settings.index.name):
-            svc.runtime.backend.count(svc.settings.index.name)
+        index = svc.settings.index.name
+        if svc.runtime.backend.exists(index):
+            svc.runtime.backend.count(index)
+            svc.runtime.retrieval(index).embedder.embed_queries(["warm-up"])
+        else:
+            svc.runtime.embedder.embed_queries(["warm-up"])
     except Exception as exc:
         log.warning("warm-up incomplete: %s: %s", type(exc).__name__, exc)
 

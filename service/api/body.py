@@ -6,10 +6,13 @@ from typing import Any
 
 from flask import request
 
+from service.api.auth import require_index
 from service.api.context import service
 from service.api.errors import UnsupportedMediaType
 from service.api.schemas import ref
 from service.api.validation import parse_json_body, validate
+from service.pipelines.base import SearchRequest
+from service.search_json import request_from_json
 
 
 def json_body(schema: str) -> dict[str, Any]:
@@ -25,3 +28,17 @@ def json_body(schema: str) -> dict[str, Any]:
     value = parse_json_body(request.get_data(cache=False))
     validate(value, ref(schema), service().components)
     return value
+
+
+def search_body(schema: str) -> tuple[dict[str, Any], SearchRequest]:
+    """The body of a search (``SearchRequest`` or ``JobRequest``) and its validated request.
+
+    Raises:
+        Forbidden: when the caller's key may not use the index.
+        InvalidInput: as :func:`json_body`, or for a request the pipelines refuse (empty, too long).
+    """
+    body = json_body(schema)
+    svc = service()
+    search = request_from_json(body, default_index=svc.settings.index.name)
+    require_index(search.index)
+    return body, search.validated(svc.settings.retrieval.max_query_chars)

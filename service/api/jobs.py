@@ -11,8 +11,8 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
-from service.api.auth import principal, require_index
-from service.api.body import json_body
+from service.api.auth import principal
+from service.api.body import search_body
 from service.api.context import ServiceContext, request_id, service
 from service.api.errors import Conflict
 from service.errors import InvalidInput, JobNotFound, StoreUnavailable
@@ -90,10 +90,7 @@ def _owned(svc: ServiceContext, job_id: str) -> JobRecord:
 def create_job() -> Response:
     """Submit an asynchronous search."""
     svc = service()
-    body = json_body("JobRequest")
-    request = request_from_json(body, default_index=svc.settings.index.name)
-    require_index(request.index)
-    request.validated(svc.settings.retrieval.max_query_chars)
+    body, _ = search_body("JobRequest")
     callback = checked_callback(svc, body)
     job = submit_search_job(svc, body, body.get("pipeline") or svc.job_pipeline, callback)
     return accepted(svc, job)

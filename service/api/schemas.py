@@ -68,8 +68,10 @@ def _search_properties(settings: Settings, pipelines: list[str], default_pipelin
     }
     return {
         "query": {"type": "string", "minLength": 1, "maxLength": settings.retrieval.max_query_chars,
-                  "description": "The question, in everyday words.", "example": "Mein Vermieter gibt die Kaution "
-                                                                                "nicht zurück"},
+                  "x-error-codes": {"minLength": "empty_query", "maxLength": "query_too_long"},
+                  "description": "The question, in everyday words; long case files (facts first, the question "
+                                 "last) are searched whole, never cut.",
+                  "example": "Mein Vermieter gibt die Kaution nicht zurück"},
         "index": {"type": "string", "pattern": INDEX_NAME.pattern, "maxLength": 100,
                   "description": f"Index to search (default {settings.index.name!r})."},
         "k": {"type": "integer", "minimum": 1, "maximum": settings.api.max_k, "default": 10},
@@ -129,8 +131,25 @@ def build_components(settings: Settings, *, pipelines: list[str], search_pipelin
         "type": "object",
         "required": ["rank", "doc_id", "citation", "score", "scores"],
         "properties": {
-            "rank": {"type": "integer"}, "doc_id": {"type": "string"}, "citation": {"type": "string"},
+            "rank": {"type": "integer"},
+            "doc_id": {"type": "string", "description": "The hit's id; for an article in several languages, the "
+                                                         "id of the work (its first version), in every language."},
+            "citation": {"type": "string", "description": "Citation of the version shown."},
             "law": {"type": "string"}, "title": {"type": "string"}, "kind": {"type": "string"},
+            "lang": {"type": "string", "description": "Language of the version shown: the question's (or the lang "
+                                                      "filter's) when the work has it, else its first version's."},
+            "pinpoint": {"type": "array", "description": "The best-matching paragraph(s) of a statute article, e.g. "
+                                                         "Art. 257e Abs. 3 OR; empty when it has one paragraph.",
+                         "items": {"type": "object", "required": ["paragraph", "citation"], "properties": {
+                             "paragraph": {"type": "string", "example": "3"},
+                             "citation": {"type": "string", "example": "Art. 257e Abs. 3 OR"}}}},
+            "version": {"type": "string", "description": "Only for works in several versions: the id of the "
+                                                         "version shown (citation, title, snippet)."},
+            "versions": {"type": "array", "description": "Only for works in several versions: every version "
+                                                         "with its language and citation, the work's first first.",
+                         "items": {"type": "object", "required": ["doc_id", "lang", "citation"], "properties": {
+                             "doc_id": {"type": "string"}, "lang": {"type": "string"},
+                             "citation": {"type": "string"}}}},
             "score": {"type": ["number", "null"]},
             "scores": {"type": "object", "additionalProperties": {"type": ["number", "null"]},
                        "description": "The score of every stage (bm25, knn, fusion, reranker)."},

@@ -15,11 +15,11 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 from flask import Blueprint, Response, jsonify
 
-from service.api.auth import principal, require_index
-from service.api.body import json_body
+from service.api.auth import principal
+from service.api.body import search_body
 from service.api.context import request_id, service
 from service.api.jobs import accepted, submit_search_job
-from service.search_json import render_response, request_from_json
+from service.search_json import render_response
 from service.trace_sink import trace_record
 
 bp = Blueprint("search", __name__)
@@ -29,10 +29,7 @@ bp = Blueprint("search", __name__)
 def search() -> Response:
     """Answer a question now, or hand it over to a job when it needs more than the time budget."""
     svc = service()
-    body = json_body("SearchRequest")
-    request = request_from_json(body, default_index=svc.settings.index.name)
-    require_index(request.index)
-    request = request.validated(svc.settings.retrieval.max_query_chars)
+    body, request = search_body("SearchRequest")
     name = body.get("pipeline") or svc.search_pipeline
     pipeline = svc.runtime.pipeline(name)
     budget = svc.settings.api.sync_budget_s
@@ -47,7 +44,8 @@ def search() -> Response:
             f"this question needs more than the synchronous time budget of {budget:g} s (usually an agentic "
             "tier); it continues as a job: poll status_url, and send questions like this to POST /v1/jobs"))
     took_ms = (time.perf_counter() - started) * 1000
-    out = render_response(svc.runtime.backend, request, response, pipeline=name, took_ms=took_ms)
+    out = render_response(svc.runtime.backend, request, response, pipeline=name, took_ms=took_ms,
+                          embedder=svc.runtime.embedder_or_none(request.index))
     out["request_id"] = request_id()
     svc.traces.emit(trace_record(
         kind="search", request_id=request_id(), key_id=principal().key_id, index=request.index, pipeline=name,

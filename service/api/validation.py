@@ -1,7 +1,9 @@
 """Request bodies checked against the same JSON schemas the OpenAPI document publishes.
 
 The API validates with the project's one JSON-Schema subset (:mod:`service.json_strict`), so the
-spec served at ``/openapi.json`` and the checks a request goes through cannot drift apart.
+spec served at ``/openapi.json`` and the checks a request goes through cannot drift apart. A
+violation is ``invalid_request`` unless the schema's ``x-error-codes`` names another code
+(``query_too_long`` for an overlong question).
 
 Example::
 
@@ -24,8 +26,8 @@ class RequestInvalid(InvalidInput):
 
     code = "invalid_request"
 
-    def __init__(self, message: str, *, path: str = "$") -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, path: str = "$", code: str | None = None) -> None:
+        super().__init__(message, code=code)
         self.path = path
 
 
@@ -38,7 +40,7 @@ def validate(value: Any, schema: Mapping[str, Any], components: Mapping[str, Any
     try:
         json_strict.validate(value, schema, components=components, path=path)
     except json_strict.SchemaError as exc:
-        raise RequestInvalid(str(exc), path=exc.path) from None
+        raise RequestInvalid(str(exc), path=exc.path, code=exc.code) from None
 
 
 def parse_json_body(raw: bytes) -> Any:

@@ -33,7 +33,7 @@ FORMAT_VERSION = 1
 """Version of the engine index layout; stored in the index ``_meta``."""
 
 MAX_CLAUSES = 1000
-"""Term clauses per BM25 query; engines refuse more than 1024 by default."""
+"""Term clauses per BM25 query; engines refuse more than 1024 by default (see :func:`_top_terms`)."""
 
 BM25_FIELD = "bm25"
 VECTOR_FIELD = "vector"
@@ -43,7 +43,9 @@ OTHER_BODY_FIELD = "body_xx"
 HIDDEN_FIELDS: tuple[str, ...] = (BM25_FIELD, "body_*")
 """Indexed but left out of ``_source``, so documents read as the corpus line they came from."""
 KEYWORD_FIELDS: tuple[str, ...] = ("id", "citation", "law", "court", "division", "chamber", "case_type", "lang",
-                                   "kind", "cites")
+                                   "kind", "cites", "versions")
+WORK_FIELD = "work"
+"""The id of the work a document is a version of (only on documents that have versions)."""
 STEMMER_LANGUAGE: dict[str, str] = {"german": "german", "french": "french", "italian": "italian",
                                     "english": "porter2"}
 """PyStemmer (Snowball) algorithm -> ``stemmer`` token-filter language running the same Snowball stemmer."""
@@ -217,6 +219,7 @@ def index_body(engine: Engine, *, dim: int, embedder: str, language: str, kind: 
         "text": {"type": "text", "index": False},
         "date": {"type": "date", "format": "strict_date"},
         "meta": {"type": "object", "enabled": False},
+        WORK_FIELD: {"type": "keyword"},
         VECTOR_FIELD: vector_mapping(engine, dim, hnsw),
         BM25_FIELD: {"type": "text", "analyzer": "whitespace", "similarity": "lexsearch_bm25",
                      "index_options": "freqs"},
@@ -254,13 +257,15 @@ def document_source(doc_dict: Mapping[str, Any], *, lang: str, vector: Sequence[
     """The ``_source`` of one document: the corpus line, its language, vector, BM25 tokens and body text.
 
     Args:
-        doc_dict: ``LegalDoc.to_dict()``.
+        doc_dict: ``LegalDoc.to_dict()``; one with ``versions`` also gets the ``work`` field.
         lang: the resolved language (the document's, the index's, or detected).
         vector: the L2-normalised embedding.
         tokens: ``analyzer_for(lang).tokens(bm25_text(doc))``, indexed into the ``bm25`` field.
         body: the text for the per-language field (jieba-segmented and space-joined for ``zh``).
     """
     source = {k: v for k, v in doc_dict.items() if v is not None}
+    if doc_dict.get("versions"):
+        source[WORK_FIELD] = doc_dict["versions"][0]
     source["lang"] = lang
     source[VECTOR_FIELD] = np.round(np.asarray(vector, dtype=np.float64), VECTOR_DECIMALS).tolist()
     source[BM25_FIELD] = " ".join(tokens)
@@ -310,16 +315,30 @@ def filter_clauses(filters: Filters | None, fields: FieldMap) -> list[dict[str, 
     return clauses
 
 
-def _source_spec(fields: FieldMap) -> bool | list[str]:
-    return False if fields.id == ENGINE_ID else [fields.id]
+def hit_fields(fields: FieldMap) -> dict[str, Any]:
+    """What a search returns per hit: the id (and the work id), at the least cost.
+
+    On lexsearch indices both come from the keyword fields' doc values, and the stored fields
+    (``_id`` and ``_source``, which holds the vector) are not read at all: loading them cost most of
+    a search's time on the engine. Attached indices return ``_id`` or their id and work source fields.
+    """
+    if fields.id_docvalue:
+        return {"_source": False, "stored_fields": "_none_",
+                "docvalue_fields": [f for f in (fields.id_docvalue, fields.work) if f]}
+    wanted = [f for f in (fields.id if fields.id != ENGINE_ID else "", fields.work) if f]
+    return {"_source": wanted or False}
 
 
 def _top_terms(weights: Mapping[str, float]) -> list[tuple[str, float]]:
+    """The terms of a BM25 query, at most :data:`MAX_CLAUSES`: the heaviest, and among equal weights the
+    ones that appear last (``weights`` is in order of first appearance). Long questions put the facts
+    first and the question last, so a question over the limit loses facts' terms, not its question."""
     positive = [(t, float(w)) for t, w in weights.items() if w > 0 and t]
     if len(positive) <= MAX_CLAUSES:
         return positive
     order = {t: i for i, (t, _) in enumerate(positive)}
-    return sorted(positive, key=lambda tw: (-tw[1], order[tw[0]]))[:MAX_CLAUSES]
+    kept = sorted(positive, key=lambda tw: (-tw[1], -order[tw[0]]))[:MAX_CLAUSES]
+    return sorted(kept, key=lambda tw: order[tw[0]])
 
 
 def bm25_body(weights: Mapping[str, float], *, k: int, filters: Filters | None, fields: FieldMap) -> dict[str, Any]:
@@ -345,7 +364,7 @@ def bm25_body(weights: Mapping[str, float], *, k: int, filters: Filters | None, 
     clauses = filter_clauses(filters, fields)
     if clauses:
         query["bool"]["filter"] = clauses
-    return {"size": k, "_source": _source_spec(fields), "track_total_hits": False, "query": query}
+    return {"size": k, **hit_fields(fields), "track_total_hits": False, "query": query}
 
 
 def match_body(text: str, *, k: int, filters: Filters | None, fields: FieldMap) -> dict[str, Any]:
@@ -355,7 +374,7 @@ def match_body(text: str, *, k: int, filters: Filters | None, fields: FieldMap) 
     clauses = filter_clauses(filters, fields)
     if clauses:
         query["bool"]["filter"] = clauses
-    return {"size": k, "_source": _source_spec(fields), "track_total_hits": False, "query": query}
+    return {"size": k, **hit_fields(fields), "track_total_hits": False, "query": query}
 
 
 def knn_body(engine: Engine, vector: Sequence[float], *, k: int, candidates: int, filters: Filters | None,
@@ -376,7 +395,7 @@ def knn_body(engine: Engine, vector: Sequence[float], *, k: int, candidates: int
     values = np.round(np.asarray(vector, dtype=np.float64), VECTOR_DECIMALS).tolist()
     clauses = filter_clauses(filters, fields)
     beam = max(k, candidates)
-    body: dict[str, Any] = {"size": k, "_source": _source_spec(fields), "track_total_hits": False}
+    body: dict[str, Any] = {"size": k, **hit_fields(fields), "track_total_hits": False}
     if engine is Engine.OPENSEARCH:
         knn: dict[str, Any] = {"vector": values, "k": beam}
         if clauses:
@@ -390,11 +409,18 @@ def knn_body(engine: Engine, vector: Sequence[float], *, k: int, candidates: int
     return body
 
 
-def msearch_body(index: str, bodies: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The header/body lines of one ``_msearch`` running ``bodies`` against ``index``."""
+def msearch_body(index: str, bodies: Sequence[Mapping[str, Any]],
+                 search_types: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The header/body lines of one ``_msearch`` running ``bodies`` against ``index``.
+
+    ``search_types`` gives each body's search type ('' or missing = the engine's default).
+    """
     lines: list[dict[str, Any]] = []
-    for body in bodies:
-        lines.append({"index": index})
+    for position, body in enumerate(bodies):
+        header = {"index": index}
+        if position < len(search_types) and search_types[position]:
+            header["search_type"] = search_types[position]
+        lines.append(header)
         lines.append(dict(body))
     return lines
 
@@ -418,6 +444,40 @@ def stats_body(fields: FieldMap) -> dict[str, Any]:
         aggs["laws"] = {"filter": {"bool": {"must_not": [{"term": {law: ""}}]}},
                         "aggs": {"distinct": {"cardinality": {"field": law, "precision_threshold": 40000}}}}
     return {"size": 0, "track_total_hits": True, "aggs": aggs}
+
+
+# ----- native hybrid (OpenSearch neural-search plugin) ------------------------------------------------
+
+
+def hybrid_body(bm25: Mapping[str, Any] | None, knn: Mapping[str, Any], *, size: int,
+                fields: FieldMap) -> dict[str, Any]:
+    """One ``hybrid`` query of a BM25 and a kNN body (as built by :func:`bm25_body` and :func:`knn_body`).
+
+    A search pipeline (:func:`fusion_pipeline`) normalises and combines the two result lists on the
+    engine. A missing BM25 query (no term) becomes ``match_none``, so the weights stay in place.
+    """
+    queries = [dict(bm25["query"]) if bm25 is not None else {"match_none": {}}, dict(knn["query"])]
+    return {"size": size, **hit_fields(fields), "query": {"hybrid": {"queries": queries}}}
+
+
+def fusion_pipeline(fusion: str, *, rrf_k: int, weights: tuple[float, float]) -> tuple[str, dict[str, Any]]:
+    """The search pipeline that fuses a :func:`hybrid_body`: its name and body.
+
+    ``linear``: min-max normalisation and the weighted arithmetic mean (the client's linear fusion
+    with ``normalization=minmax``); ``rrf``: reciprocal rank fusion with constant ``rrf_k``. The
+    name encodes the parameters, so each fusion has its own pipeline.
+    """
+    if fusion == "rrf":
+        processor = {"score-ranker-processor": {"combination": {"technique": "rrf", "rank_constant": rrf_k}}}
+        name = f"lexsearch-rrf-{rrf_k}"
+    else:
+        total = sum(weights) or 1.0
+        shares = [round(w / total, 6) for w in weights]
+        processor = {"normalization-processor": {
+            "normalization": {"technique": "min_max"},
+            "combination": {"technique": "arithmetic_mean", "parameters": {"weights": shares}}}}
+        name = f"lexsearch-linear-{shares[0]:g}-{shares[1]:g}"
+    return name, {"description": "lexsearch hybrid fusion (BM25, kNN)", "phase_results_processors": [processor]}
 
 
 # ----- aliases ----------------------------------------------------------------------------------------

@@ -7,12 +7,13 @@ runs against each implementation.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from service.config import RetrievalSettings
 from service.corpus.model import Filters, Hit, LegalDoc
 
 
@@ -131,3 +132,13 @@ class SearchBackend(Protocol):
 
     def ping(self) -> bool:
         """Whether the engine answers (``/ready``); never raises for an unreachable engine."""
+
+
+@runtime_checkable
+class NativeFusion(Protocol):
+    """A backend that fuses BM25 and kNN itself, in one request (OpenSearch's hybrid query)."""
+
+    def hybrid(self, name: str, query: str, vector: np.ndarray, *, k: int, fusion: RetrievalSettings,
+               weights: Mapping[str, float], filters: Filters | None = None, lang: str = "") -> list[Hit]:
+        """The ``k`` best documents of BM25 and kNN (``k`` hits each) fused by ``fusion`` (RRF or linear,
+        with ``weights`` ``{"bm25": w, "knn": w}``), the fused score in ``hit.scores["hybrid"]``."""

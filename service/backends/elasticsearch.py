@@ -19,11 +19,11 @@ from typing import Any
 
 from service.backends._requests import Engine
 from service.backends.engine.backend import EngineBackend
+from service.backends.engine.client import ProductApi
 from service.backends.engine.errors import Failure, FailureKind, error_parts, short_text
-from service.config import BackendSettings, EngineSettings
 
 
-class ElasticsearchApi:
+class ElasticsearchApi(ProductApi):
     """The :class:`~service.backends.engine.client.EngineApi` of Elasticsearch 8.x, on elasticsearch-py 8.x."""
 
     engine = Engine.ELASTICSEARCH
@@ -31,24 +31,20 @@ class ElasticsearchApi:
     product = "Elasticsearch"
     start_hint = "`scripts/elasticsearch-local start`"
 
-    def __init__(self, connection: BackendSettings, options: EngineSettings) -> None:
-        self.connection = connection
-        self.options = options
-        self.client = self._new_client()
-
     def _new_client(self) -> Any:
         from elasticsearch import Elasticsearch
 
         conn = self.connection
         return Elasticsearch(
-            conn.url,
+            list(conn.urls),
             basic_auth=(conn.username, conn.password) if conn.username else None,
             api_key=conn.api_key or None,
             ca_certs=conn.ca_cert or None,
             verify_certs=conn.verify_certs,
             ssl_show_warn=conn.verify_certs,
             request_timeout=conn.timeout_s,
-            max_retries=1,
+            # as on OpenSearch: every other node of a cluster gets a try (connection errors, 429/502/503/504)
+            max_retries=max(1, len(conn.urls)),
             retry_on_timeout=False,
         )
 
@@ -83,8 +79,8 @@ class ElasticsearchApi:
             return Failure(FailureKind.UNREACHABLE, "N/A", str(exc))
         return None
 
-    def search(self, index: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        return self.client.search(index=index, body=dict(body)).body
+    def search(self, index: str, body: Mapping[str, Any], search_type: str = "") -> Mapping[str, Any]:
+        return self.client.search(index=index, body=dict(body), search_type=search_type or None).body
 
     def msearch(self, lines: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
         return self.client.msearch(searches=lines).body["responses"]
@@ -123,6 +119,10 @@ class ElasticsearchApi:
 
     def get_mapping(self, index: str) -> dict[str, Any]:
         return dict(self.client.indices.get_mapping(index=index).body)
+
+    def shard_count(self, index: str) -> int:
+        found = self.client.indices.get_settings(index=index, name="index.number_of_shards", flat_settings=True).body
+        return max((int(body["settings"]["index.number_of_shards"]) for body in found.values()), default=1)
 
     def put_meta(self, index: str, meta: Mapping[str, Any]) -> None:
         self.client.indices.put_mapping(index=index, meta=dict(meta))

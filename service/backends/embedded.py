@@ -5,11 +5,18 @@ Layout of an index folder (see :class:`EmbeddedIndex`)::
     manifest.json   format version, embedder and dimension, languages, document count, generation
     tantivy/        BM25 over pre-analysed tokens (``service.analysis``), plus keyword filter fields
     vectors.faiss   IndexIDMap2 over a flat or HNSW inner-product index of unit vectors (= cosine)
-    docs.sqlite     documents, the id map (internal integer id <-> document id) and filter columns
+    docs.sqlite     documents, the id map (internal integer id <-> document id), filter columns and
+                    the work column (the work id of a document that is one of several versions)
 
 Every document gets a fresh internal id (``iid``) each time it is written; an update is a delete
 plus an insert. Filters are applied inside both retrievers: tantivy gets filter clauses in the
 query, faiss a bitmap selector (or an exact scan of the allowed vectors when very few match).
+
+Versions of one work (the same article in three languages) are searched as separate documents and
+collapsed to one hit per work (:func:`service.corpus.works.collapse`); each retriever asks for
+``k`` times the largest number of versions of a work, so ``k`` works always come back. The work
+column is optional: an index written before it existed reads as one without versions, and gains
+the column on its next write.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from service.analysis.language import detect_language
 from service.backends.base import IndexReport, IndexStats
 from service.backends.rows import AnalysedDoc, analysed_docs, checked_vectors
 from service.corpus.model import FILTER_FIELDS, Filters, Hit, LegalDoc
+from service.corpus.works import collapse
 from service.errors import IndexCorrupt, IndexNotFound, InvalidInput
 
 if TYPE_CHECKING:
@@ -127,6 +135,14 @@ class _Snapshot:
     ids: list[str | None]
     iid_of: dict[str, int]
     columns: _FilterColumns
+    work_of: dict[str, str]
+    """Document id -> work id, for documents that are one of several versions of a work."""
+    max_versions: int
+    """The most versions any work has (1 when every document is a work of its own)."""
+
+    def collapse(self, hits: list[Hit], k: int, label: str) -> list[Hit]:
+        """One hit per work (a no-op for an index without versions)."""
+        return collapse(hits, self.work_of.get, k=k, label=label) if self.max_versions > 1 else hits
 
 
 class EmbeddedIndex:
@@ -182,7 +198,7 @@ class EmbeddedIndex:
                 db.execute(
                     "CREATE TABLE IF NOT EXISTS docs (iid INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, "
                     "doc TEXT NOT NULL, date INTEGER NOT NULL DEFAULT 0, "
-                    + ", ".join(f"{c} TEXT NOT NULL DEFAULT ''" for c in _DOC_COLUMNS) + ")"
+                    + ", ".join(f"{c} TEXT NOT NULL DEFAULT ''" for c in (*_DOC_COLUMNS, WORK_COLUMN)) + ")"
                 )
             db.close()
             tantivy.Index(self._build_schema(), path=str(self.path / "tantivy"), reuse=False)
@@ -221,19 +237,26 @@ class EmbeddedIndex:
         try:
             text_index = tantivy.Index.open(str(self.path / "tantivy"))
             vectors = faiss.read_index(str(self.path / "vectors.faiss"))
-            rows = self._db().execute(
-                "SELECT iid, id, date, " + ", ".join(_DOC_COLUMNS) + " FROM docs ORDER BY iid"
+            db = self._db()
+            work = WORK_COLUMN if _has_work_column(db) else "''"
+            rows = db.execute(
+                f"SELECT iid, id, date, {work}, " + ", ".join(_DOC_COLUMNS) + " FROM docs ORDER BY iid"
             ).fetchall()
         except (OSError, RuntimeError, ValueError, sqlite3.DatabaseError) as exc:
             raise IndexCorrupt(f"index at {self.path} cannot be read ({exc}); re-index it") from None
         next_iid = int(manifest["next_iid"])
         ids: list[str | None] = [None] * next_iid
         iid_of: dict[str, int] = {}
+        work_of: dict[str, str] = {}
+        versions: dict[str, int] = {}
         columns = _FilterColumns()
         columns._grow(next_iid)
-        for iid, doc_id, date, *values in rows:
+        for iid, doc_id, date, work_id, *values in rows:
             ids[iid] = doc_id
             iid_of[doc_id] = iid
+            if work_id:
+                work_of[doc_id] = work_id
+                versions[work_id] = versions.get(work_id, 0) + 1
             columns.set(iid, dict(zip(_DOC_COLUMNS, values, strict=True)), date)
         if len(rows) != manifest["documents"]:
             raise IndexCorrupt(
@@ -241,7 +264,8 @@ class EmbeddedIndex:
                 f"the document store holds {len(rows)}; re-index it"
             )
         snap = _Snapshot(manifest=manifest, mtime=mtime, tantivy=text_index, schema=text_index.schema,
-                         vectors=vectors, ids=ids, iid_of=iid_of, columns=columns)
+                         vectors=vectors, ids=ids, iid_of=iid_of, columns=columns, work_of=work_of,
+                         max_versions=max(versions.values(), default=1))
         self._snap = snap
         return snap
 
@@ -413,11 +437,12 @@ class EmbeddedIndex:
     def bm25(self, query: str, *, k: int, filters: Filters | None = None, lang: str = "") -> list[Hit]:
         snap = self.snapshot()
         weights = analyzer_for(self._query_language(snap, query, lang)).query_weights(query)
-        return self._bm25(snap, weights, k, filters)
+        return snap.collapse(self._bm25(snap, weights, k * snap.max_versions, filters), k, "bm25")
 
     def bm25_terms(self, weights: dict[str, float], *, k: int, filters: Filters | None = None) -> list[Hit]:
         """BM25 for already-analysed terms with per-term weights (used by query expansion)."""
-        return self._bm25(self.snapshot(), weights, k, filters)
+        snap = self.snapshot()
+        return snap.collapse(self._bm25(snap, weights, k * snap.max_versions, filters), k, "bm25")
 
     def _bm25(self, snap: _Snapshot, weights: dict[str, float], k: int, filters: Filters | None) -> list[Hit]:
         if not weights or k <= 0:
@@ -455,6 +480,9 @@ class EmbeddedIndex:
 
     def knn(self, vector: np.ndarray, *, k: int, filters: Filters | None = None) -> list[Hit]:
         snap = self.snapshot()
+        return snap.collapse(self._knn(snap, vector, k * snap.max_versions, filters), k, "knn")
+
+    def _knn(self, snap: _Snapshot, vector: np.ndarray, k: int, filters: Filters | None) -> list[Hit]:
         if k <= 0:
             return []
         query = np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(1, -1))
@@ -503,6 +531,11 @@ class EmbeddedIndex:
     def count(self) -> int:
         return int(self.snapshot().manifest["documents"])
 
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many documents contain each analysed term (long-question term selection)."""
+        searcher = self.snapshot().tantivy.searcher()
+        return {t: int(searcher.doc_freq("body", t)) for t in terms}
+
     def stats(self) -> IndexStats:
         snap = self.snapshot()
         manifest = snap.manifest
@@ -518,8 +551,15 @@ class EmbeddedIndex:
         )
 
 
-_INSERT = ("INSERT INTO docs (iid, id, doc, date, " + ", ".join(_DOC_COLUMNS) + ") VALUES ("
-           + ", ".join("?" * (4 + len(_DOC_COLUMNS))) + ")")
+WORK_COLUMN = "work"
+"""The ``docs.sqlite`` column holding the work id of a document that is one of several versions ('' otherwise)."""
+
+_INSERT = (f"INSERT INTO docs (iid, id, doc, date, {WORK_COLUMN}, " + ", ".join(_DOC_COLUMNS) + ") VALUES ("
+           + ", ".join("?" * (5 + len(_DOC_COLUMNS))) + ")")
+
+
+def _has_work_column(db: sqlite3.Connection) -> bool:
+    return any(row[1] == WORK_COLUMN for row in db.execute("PRAGMA table_info(docs)"))
 
 
 @dataclass(frozen=True)
@@ -554,7 +594,7 @@ class _Row:
         stored = doc.to_dict()
         stored["lang"] = self.item.lang
         return (self.iid, doc.id, json.dumps(stored, ensure_ascii=False), _date_num(doc.date),
-                *(columns[c] for c in _DOC_COLUMNS))
+                doc.work if doc.versions else "", *(columns[c] for c in _DOC_COLUMNS))
 
 
 class _WriteBatch:
@@ -566,6 +606,8 @@ class _WriteBatch:
         self.vectors = faiss.clone_index(snap.vectors)
         self.writer = snap.tantivy.writer(heap_size=heap_size, num_threads=1)
         self.db = sqlite3.connect(path / "docs.sqlite", timeout=30)
+        if not _has_work_column(self.db):  # an index written before works existed
+            self.db.execute(f"ALTER TABLE docs ADD COLUMN {WORK_COLUMN} TEXT NOT NULL DEFAULT ''")
         self.is_flat = manifest["vector_index"] == "flat"
         self.next_iid = int(manifest["next_iid"])
         self.dead = int(manifest["dead_vectors"])
@@ -794,6 +836,9 @@ class EmbeddedBackend:
 
     def count(self, name: str) -> int:
         return self._existing(name).count()
+
+    def doc_freqs(self, name: str, terms: Sequence[str]) -> dict[str, int]:
+        return self._existing(name).doc_freqs(terms)
 
     def stats(self, name: str) -> IndexStats:
         return self._existing(name).stats()

@@ -8,6 +8,7 @@ can be searched without re-indexing (see ``docs/BACKENDS.md``)::
     index = "legacy-decisions"        # the index or alias this map applies to ("" = every index)
     id = "doc_no"                     # source field holding the document id ("_id" = the engine id)
     vector = "embedding"              # dense_vector / knn_vector field ("" = no kNN)
+    work = "work_id"                  # keyword field shared by versions of one work ("" = none)
     search = ["headline^2", "body"]   # engine-analysed text fields for BM25, optional ^boost
     language = "de"                   # language of the documents (query analysis fallback)
 
@@ -50,7 +51,7 @@ DOC_FIELDS: tuple[str, ...] = (
 FILTERABLE: tuple[str, ...] = (*FILTER_FIELDS, "date")
 """Names a ``[filters]`` table may use: the keyword filter fields plus ``date`` for date ranges."""
 
-_TOP_LEVEL = frozenset({"index", "id", "vector", "search", "language", "bm25_tokens", "fields", "filters"})
+_TOP_LEVEL = frozenset({"index", "id", "vector", "work", "search", "language", "bm25_tokens", "fields", "filters"})
 
 
 @dataclass(frozen=True)
@@ -63,11 +64,15 @@ class FieldMap:
         fields: LegalDoc field -> source field; a missing entry means the index lacks that field.
         filters: filter name -> field filtered on; defaults to the ``fields`` entry of the same name.
         vector: the vector field (``""`` = the index has none, kNN is refused).
+        work: a keyword field holding the id of the work a document is a version of (``""`` = none);
+            searches return one hit per work (see :mod:`service.corpus.works`).
         bm25_tokens: a whitespace-analysed field holding client-analysed tokens (lexsearch indices);
             when empty, BM25 runs on ``search`` with the engine's analyzers.
         search: engine-analysed text fields for BM25 (``"name^boost"`` allowed).
         language: the documents' language when the index has no language field.
         managed: whether lexsearch created the index (only those accept writes).
+        id_docvalue: a keyword field holding the document id, which searches read from doc values
+            instead of loading each hit's stored fields (lexsearch indices: ``id``; '' = none).
     """
 
     index: str = ""
@@ -75,10 +80,12 @@ class FieldMap:
     fields: Mapping[str, str] = field(default_factory=dict)
     filters: Mapping[str, str] = field(default_factory=dict)
     vector: str = ""
+    work: str = ""
     bm25_tokens: str = ""
     search: tuple[str, ...] = ()
     language: str = ""
     managed: bool = False
+    id_docvalue: str = ""
 
     @classmethod
     def lexsearch(cls) -> FieldMap:
@@ -86,9 +93,11 @@ class FieldMap:
         return cls(
             fields={name: name for name in DOC_FIELDS},
             vector="vector",
+            work="work",
             bm25_tokens="bm25",
             search=("body_de", "body_fr", "body_it", "body_en", "body_zh", "body_xx"),
             managed=True,
+            id_docvalue="id",
         )
 
     def applies_to(self, name: str) -> bool:
@@ -107,11 +116,25 @@ class FieldMap:
         return sorted(set(wanted))
 
     def doc_id(self, hit: Mapping[str, Any]) -> str:
-        """The document id of one engine hit (``_id`` or a source field)."""
+        """The document id of one engine hit (the doc-value field, ``_id`` or a source field)."""
+        if self.id_docvalue:
+            values = (hit.get("fields") or {}).get(self.id_docvalue)
+            if values:
+                return str(values[0])
         if self.id == ENGINE_ID:
             return str(hit["_id"])
         value = lookup(hit.get("_source") or {}, self.id)
         return str(value) if value not in (None, "") else str(hit["_id"])
+
+    def work_id(self, hit: Mapping[str, Any]) -> str:
+        """The work id of one engine hit ('' when the document is a work of its own)."""
+        if not self.work:
+            return ""
+        values = (hit.get("fields") or {}).get(self.work) if self.id_docvalue else None
+        if values:
+            return str(values[0])
+        value = lookup(hit.get("_source") or {}, self.work)
+        return str(value) if value not in (None, "") else ""
 
     def to_doc(self, hit: Mapping[str, Any]) -> LegalDoc:
         """A LegalDoc from one engine hit; fields the index lacks stay empty.
@@ -121,7 +144,7 @@ class FieldMap:
         """
         source = hit.get("_source") or {}
         if self.managed:
-            data = {k: v for k, v in source.items() if k not in (self.vector, self.bm25_tokens)}
+            data = {k: v for k, v in source.items() if k not in (self.vector, self.bm25_tokens, self.work)}
             data.setdefault("id", str(hit["_id"]))
             return LegalDoc.from_dict(data)
         data: dict[str, Any] = {"id": self.doc_id(hit)}
@@ -200,8 +223,8 @@ def field_map_from_dict(data: Mapping[str, Any], *, where: str = "field map") ->
         problems.append("search must be a list of field names")
         search = []
     fm = FieldMap(index=text("index"), id=text("id", ENGINE_ID) or ENGINE_ID, fields=fields, filters=filters,
-                  vector=text("vector"), bm25_tokens=text("bm25_tokens"), search=tuple(s.strip() for s in search),
-                  language=text("language"), managed=False)
+                  vector=text("vector"), work=text("work"), bm25_tokens=text("bm25_tokens"),
+                  search=tuple(s.strip() for s in search), language=text("language"), managed=False)
     if not fm.search and not fm.bm25_tokens:
         problems.append("name at least one BM25 field in search (e.g. search = [\"body\"])")
     if not fm.fields.get("text") and fm.search:

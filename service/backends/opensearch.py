@@ -14,15 +14,21 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
+import numpy as np
+
+from service.backends import _requests as req
 from service.backends._requests import Engine
-from service.backends.engine.backend import EngineBackend
+from service.backends.engine.backend import EngineBackend, engine_hits
+from service.backends.engine.client import ProductApi
 from service.backends.engine.errors import Failure, FailureKind, error_parts, short_text
-from service.config import BackendSettings, EngineSettings
+from service.config import RetrievalSettings
+from service.corpus.model import Filters, Hit
+from service.errors import EngineUnavailable
 
 
-class OpenSearchApi:
+class OpenSearchApi(ProductApi):
     """The :class:`~service.backends.engine.client.EngineApi` of OpenSearch 2.x, on opensearch-py."""
 
     engine = Engine.OPENSEARCH
@@ -30,26 +36,22 @@ class OpenSearchApi:
     product = "OpenSearch"
     start_hint = "`scripts/opensearch-local start`"
 
-    def __init__(self, connection: BackendSettings, options: EngineSettings) -> None:
-        self.connection = connection
-        self.options = options
-        self.client = self._new_client()
-
     def _new_client(self) -> Any:
         from opensearchpy import OpenSearch
 
         conn = self.connection
         headers = {"Authorization": f"ApiKey {conn.api_key}"} if conn.api_key else None
         return OpenSearch(
-            hosts=[conn.url],
+            hosts=list(conn.urls),
             http_auth=(conn.username, conn.password) if conn.username else None,
             headers=headers,
             ca_certs=conn.ca_cert or None,
             verify_certs=conn.verify_certs,
             ssl_show_warn=conn.verify_certs,
             timeout=conn.timeout_s,
-            # one immediate retry covers a dropped keep-alive connection; timeouts are not retried
-            max_retries=1,
+            # one immediate retry covers a dropped keep-alive connection, and on a cluster every other
+            # node gets a try (connection errors and 502/503/504); timeouts are not retried
+            max_retries=max(1, len(conn.urls)),
             retry_on_timeout=False,
         )
 
@@ -79,8 +81,17 @@ class OpenSearchApi:
             return Failure.from_http(status, error_type, reason)
         return None
 
-    def search(self, index: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        return self.client.search(index=index, body=body)
+    def search(self, index: str, body: Mapping[str, Any], search_type: str = "",
+               pipeline: str = "") -> Mapping[str, Any]:
+        """``POST index/_search``, optionally through the search pipeline ``pipeline``."""
+        params = {"search_type": search_type} if search_type else {}
+        if pipeline:
+            params["search_pipeline"] = pipeline
+        return self.client.search(index=index, body=body, params=params or None)
+
+    def put_search_pipeline(self, name: str, body: Mapping[str, Any]) -> None:
+        """``PUT _search/pipeline/<name>`` (create or replace)."""
+        self.client.transport.perform_request("PUT", f"/_search/pipeline/{name}", body=dict(body))
 
     def msearch(self, lines: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
         return self.client.msearch(body=lines)["responses"]
@@ -120,6 +131,11 @@ class OpenSearchApi:
     def get_mapping(self, index: str) -> dict[str, Any]:
         return dict(self.client.indices.get_mapping(index=index))
 
+    def shard_count(self, index: str) -> int:
+        found = self.client.indices.get_settings(index=index, name="index.number_of_shards",
+                                                 params={"flat_settings": "true"})
+        return max((int(body["settings"]["index.number_of_shards"]) for body in found.values()), default=1)
+
     def put_meta(self, index: str, meta: Mapping[str, Any]) -> None:
         self.client.indices.put_mapping(index=index, body={"_meta": dict(meta)})
 
@@ -151,7 +167,56 @@ class OpenSearchApi:
 
 
 class OpenSearchBackend(EngineBackend):
-    """A :class:`~service.backends.base.SearchBackend` on OpenSearch 2.x (see :class:`EngineBackend` for the args)."""
+    """A :class:`~service.backends.base.SearchBackend` on OpenSearch 2.x (see :class:`EngineBackend` for the args).
+
+    It is also a :class:`~service.backends.base.NativeFusion`: with the neural-search plugin,
+    :meth:`hybrid` fuses BM25 and kNN on the engine (``engine.fusion = engine``).
+    """
 
     api_type = OpenSearchApi
     kind = OpenSearchApi.kind
+
+    def __init__(self, url: str, **kwargs: Any) -> None:
+        super().__init__(url, **kwargs)
+        self._pipelines: set[str] = set()
+
+    @property
+    def api(self) -> OpenSearchApi:
+        """The OpenSearch adapter (raw requests, no error translation)."""
+        return cast(OpenSearchApi, self.client.api)
+
+    def hybrid(self, name: str, query: str, vector: np.ndarray, *, k: int, fusion: RetrievalSettings,
+               weights: Mapping[str, float], filters: Filters | None = None, lang: str = "") -> list[Hit]:
+        """BM25 and kNN (``k`` hits each) in one ``hybrid`` query, fused by a search pipeline on the engine.
+
+        Raises:
+            EngineUnavailable: when the node lacks the neural-search plugin (with what to do).
+        """
+        info = self.catalog.info(name)
+        if k <= 0:
+            return []
+        fetch = k * self.max_versions(name, info)  # k works remain after collapsing their versions
+        knn_body = self._knn_body(info, vector, k=fetch, filters=filters)
+        bm25_body = self._bm25_body(name, info, query, k=fetch, filters=filters, lang=lang)
+        pipeline = self._fusion_pipeline(fusion, weights)
+        body = req.hybrid_body(bm25_body, knn_body, size=fetch, fields=info.field_map)
+        # query_then_fetch: with dfs_query_then_fetch, OpenSearch 2.19 skips the search pipeline on indices
+        # of several shards and returns the hybrid query's raw per-shard lists (seen on a 3-shard index)
+        response = self.client.call_complete("hybrid search", self.api.search, name, body, "", pipeline, index=name)
+        return engine_hits(response, "hybrid", info, k)
+
+    def _fusion_pipeline(self, fusion: RetrievalSettings, weights: Mapping[str, float]) -> str:
+        """The name of the search pipeline for ``fusion`` with ``weights``, created on the node on first use."""
+        name, body = req.fusion_pipeline(fusion.fusion, rrf_k=fusion.rrf_k,
+                                         weights=(weights["bm25"], weights["knn"]))
+        if name not in self._pipelines:
+            try:
+                self.client.call("create the fusion pipeline", self.api.put_search_pipeline, name, body)
+            except EngineUnavailable as exc:
+                if "HTTP 400" not in str(exc):
+                    raise
+                raise EngineUnavailable(
+                    f"OpenSearch at {self.url} cannot fuse natively ({str(exc)[:200]}); it needs the neural-search "
+                    "plugin (scripts/opensearch-local installs it), or set engine.fusion = client") from None
+            self._pipelines.add(name)
+        return name

@@ -34,6 +34,7 @@ from typing import Any
 from service.commands.common import (
     add_calibration_options,
     add_common_options,
+    check_output_path,
     info,
     progress_enabled,
     settings_from_args,
@@ -41,6 +42,7 @@ from service.commands.common import (
 from service.corpus.datasets import Dataset
 from service.errors import ConfigError, InvalidInput
 from service.evaluation.dataset_index import ensure_dataset_index
+from service.pipelines.base import check_query_lengths
 from service.pipelines.build import Runtime
 from service.routing.calibration import ensure_qsi_calibration
 from service.routing.measure import collect_fit_data
@@ -133,16 +135,19 @@ def calibrate(runtime: Runtime, dataset: Dataset, split: str, *, limit: int = 0,
         queries = queries[:limit]
     if not queries:
         raise InvalidInput(f"split {split!r} of {dataset.path} has no queries")
+    check_query_lengths(queries, runtime.settings.retrieval.max_query_chars)
     index = ensure_dataset_index(runtime, dataset)
     ensure_qsi_calibration(runtime.backend, index, language=dataset.language)
     pipe = runtime.pipeline("routed")
     pipe.forget_params(index)  # type: ignore[attr-defined]
-    data = collect_fit_data(pipe, queries, qrels, index=index, progress=progress)
+    data = collect_fit_data(pipe, queries, qrels, index=index, forget_caches=runtime.forget_query_caches,
+                            progress=progress)
     timed_pipe = pipe
     if latency_runtime is not None:
         timed_pipe = latency_runtime.pipeline("routed")
         timed_pipe.forget_params(index)  # type: ignore[attr-defined]
-        timed = collect_fit_data(timed_pipe, queries, qrels, index=index, progress=progress)
+        timed = collect_fit_data(timed_pipe, queries, qrels, index=index,
+                                 forget_caches=latency_runtime.forget_query_caches, progress=progress)
         data = replace(data, latency_ms=timed.latency_ms, reference_latency_ms=timed.reference_latency_ms)
     entry = fit_calibration(data, targets, calibrated_on={
         "dataset": dataset.name, "split": split, "models": runtime.settings.index.model_dir or None,
@@ -158,12 +163,14 @@ def run(args: argparse.Namespace) -> int:
     check_training_split(args.split)
     settings = settings_from_args(args)
     runtime = Runtime(settings)
+    dataset = Dataset(args.data)
     latency_runtime = None
     if args.latency_model:
         if not Path(args.latency_model, "manifest.json").is_file():
             raise InvalidInput(f"--latency-model {args.latency_model}: no trained models there (manifest.json missing)")
-        latency_runtime = Runtime(settings.replace(index={"model_dir": args.latency_model}), embedder=runtime.embedder)
-    dataset = Dataset(args.data)
+        latency_runtime = Runtime(settings.replace(index={"model_dir": args.latency_model}),
+                                  embedder=runtime.embedder_for(dataset.language))
+    check_output_path(args.json_out, "--json")
     entry = calibrate(runtime, dataset, args.split, limit=args.limit, recall_target=args.recall_target,
                       latency_budget=args.latency_budget, confidence=args.confidence, store=not args.dry_run,
                       progress=progress_enabled(), latency_runtime=latency_runtime)

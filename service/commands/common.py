@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
-from service.config import Settings, load_settings
+from service.config import Settings, load_settings, parse_embedder_spec
 from service.console import info, progress_enabled
+from service.errors import InvalidInput
 from service.plugins import BACKENDS, EMBEDDERS
 
-__all__ = ["add_common_options", "info", "progress_enabled", "settings_from_args"]
+__all__ = ["add_common_options", "check_output_path", "info", "progress_enabled", "settings_from_args"]
 
 
 def add_common_options(parser: argparse.ArgumentParser) -> None:
@@ -25,9 +27,11 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--api-key", dest="engine_api_key", help="engine API key")
     group.add_argument("--ca-cert", help="CA certificate file for the engine's TLS")
     group.add_argument("--index", help="embedded: index folder; engines: index or alias name")
-    group.add_argument("--embedder", choices=EMBEDDERS.choices(),
-                       help="embedding model (default: use)")
-    group.add_argument("--model-path", help="local model folder for --embedder sentence-transformers")
+    group.add_argument("--embedder", metavar="SPEC",
+                       help="one embedding model for every corpus language instead of the configured ones: "
+                            f"{'|'.join(EMBEDDERS.names())}[:model][@max_tokens], e.g. use or "
+                            "onnx:bge-small-zh-v15-q")
+    group.add_argument("--model-path", help="--embedder sentence-transformers: model folder; onnx: a jar file")
     group.add_argument("--llm-url", help="OpenAI-compatible LLM base URL (default: offline)")
     group.add_argument("--llm-model", help="LLM model name")
     group.add_argument("--llm-key", help="LLM API key (or LEXSEARCH_LLM_API_KEY)")
@@ -53,10 +57,18 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     overrides: dict[str, dict[str, Any]] = {
         "backend": {"kind": get("backend"), "url": get("url"), "username": get("username"),
                     "password": get("password"), "api_key": get("engine_api_key"), "ca_cert": get("ca_cert")},
-        "embedder": {"kind": get("embedder"), "model_path": get("model_path")},
+        "embedder": {"model_path": get("model_path")},
         "llm": {"base_url": get("llm_url"), "model": get("llm_model"), "api_key": get("llm_key")},
         "index": {"model_dir": get("model_dir")},
     }
+    spec, model_path = get("embedder"), get("model_path")
+    if spec:
+        if model_path and ":" not in spec:  # --embedder sentence-transformers --model-path FOLDER
+            spec = f"{spec}:{model_path}"
+        try:
+            overrides["embedder"] = {**parse_embedder_spec(spec), "per_language": ()}
+        except ValueError as exc:
+            raise InvalidInput(f"--embedder: {exc}") from None
     settings = load_settings(get("config"), overrides=overrides)
     index = get("index")
     if index:
@@ -66,3 +78,39 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         else:
             settings = settings.replace(index={"name": index})
     return settings
+
+
+def check_output_path(path: str | None, option: str, *, folder: bool = False) -> None:
+    """Refuse an output path that cannot be written, before any long work starts.
+
+    Args:
+        path: the file (or, with ``folder``, the folder) a command will write; ``None`` = not asked for.
+        option: the command-line option that named it, for the message.
+        folder: whether ``path`` is a folder (created when missing) rather than a file.
+
+    Raises:
+        InvalidInput: when the path is an existing folder/file of the wrong kind, or its folder is missing
+            or not writable.
+    """
+    if not path:
+        return
+    target = Path(path)
+    if folder:
+        if target.exists() and not target.is_dir():
+            raise InvalidInput(f"{option} {path}: exists and is not a folder")
+        parent = target if target.is_dir() else _existing_parent(target)
+    else:
+        if target.is_dir():
+            raise InvalidInput(f"{option} {path}: is a folder; name a file")
+        parent = target.parent
+        if not parent.is_dir():
+            raise InvalidInput(f"{option} {path}: the folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise InvalidInput(f"{option} {path}: cannot write into {parent}")
+
+
+def _existing_parent(path: Path) -> Path:
+    for parent in path.parents:
+        if parent.exists():
+            return parent
+    return Path(".")

@@ -6,20 +6,32 @@ import argparse
 import json
 from pathlib import Path
 
-from service.commands.common import add_common_options, info, progress_enabled, settings_from_args
+from service.commands.common import (
+    add_common_options,
+    check_output_path,
+    info,
+    progress_enabled,
+    settings_from_args,
+)
 from service.corpus.datasets import Dataset
 from service.corpus.model import Filters
 from service.errors import InvalidInput
 from service.evaluation.dataset_index import ensure_dataset_index
 from service.evaluation.harness import evaluate, format_table
 from service.evaluation.runs import write_run
+from service.models import load_models
+from service.pipelines.base import check_query_lengths
 from service.pipelines.build import Runtime
 from service.plugins import PIPELINES, RERANKERS
+from service.retrieval.sets import DEFAULT_SET_CHOICES, CliffSet, parse_set_choices
+from service.routing.router import RoutingParams
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("eval", help="evaluate pipelines on a dataset split",
-                              description="Print Recall@10, Recall@100, MRR@10, nDCG@10 and latency per pipeline.")
+                              description="Print Recall@10, Recall@100, MRR@10, nDCG@10 and latency per pipeline, "
+                                          "and per question language when the questions are in several. Gold "
+                                          "articles match by work: a hit in any language version counts.")
     p.add_argument("--data", required=True, help="dataset folder (corpus*.jsonl, queries.<split>.tsv, qrels)")
     p.add_argument("--split", required=True, help="query split, e.g. dev")
     p.add_argument("--pipeline", default="bm25,dense,hybrid",
@@ -36,6 +48,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ablation.add_argument("--no-consistency", action="store_true", help="route on intrinsic complexity only")
     ablation.add_argument("--no-cliff", action="store_true",
                           help="return a fixed top-10 set instead of cutting at the score cliff")
+    p.add_argument("--sets", default=DEFAULT_SET_CHOICES, metavar="CHOICES",
+                   help="citation-set choices scored by set precision/recall/F1: top<K>, cliff (score cliff), "
+                        "fixed (best fixed size on the training questions) and count (predicted number of "
+                        f"citations; fixed and count need --model); default {DEFAULT_SET_CHOICES}, '' = none")
     p.add_argument("--json", dest="json_out", metavar="OUT", help="write the results as JSON to this file")
     p.add_argument("--runs", metavar="DIR", help="write one TREC run file per pipeline into DIR")
     add_common_options(p)
@@ -55,32 +71,48 @@ def parse_options(specs: list[str]) -> dict[str, object]:
 def run(args: argparse.Namespace) -> int:
     if args.k < 10:
         raise InvalidInput("--k must be at least 10 (Recall@10 and MRR@10 need ten results)")
+    if args.limit < 0:
+        raise InvalidInput("--limit must be 0 (all) or a positive number of queries")
     settings = settings_from_args(args)
+    check_output_path(args.json_out, "--json")
+    check_output_path(args.runs, "--runs", folder=True)
     dataset = Dataset(args.data)
     queries = dataset.queries(args.split)
-    qrels = dataset.qrels(args.split)
     if args.limit:
         queries = queries[: args.limit]
+    # Everything below is checked before the index is built or a question is searched.
+    check_query_lengths(queries, settings.retrieval.max_query_chars)
+    qrels = dataset.qrels(args.split)
     names = [n.strip() for n in args.pipeline.split(",") if n.strip()]
     if not names:
         raise InvalidInput("--pipeline names no pipeline")
-    runtime = Runtime(settings)
-    pipelines = [runtime.pipeline(n) for n in names]  # fail on an unknown name before building anything
-    index = ensure_dataset_index(runtime, dataset)
     options = parse_options(args.option)
     if args.reranker:
         options["reranker"] = args.reranker
     for flag in ("no_intrinsic", "no_consistency", "no_cliff"):
         if getattr(args, flag):
             options[flag] = True
-    filters = Filters.parse(args.filter) if args.filter else None
+    try:
+        filters = Filters.parse(args.filter) if args.filter else None
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+    runtime = Runtime(settings)
+    pipelines = [runtime.pipeline(n) for n in names]  # fail on an unknown name before building anything
+    models = load_models(settings.index.model_dir, compile_trees=settings.agents.compiled_trees)
+    choices, skipped = parse_set_choices(args.sets, counter=models.citation_counter if models else None)
+    if skipped:
+        info(f"set choices {', '.join(skipped)} need a model folder with a citation counter (--model); left out")
+    index = ensure_dataset_index(runtime, dataset)
+    params = RoutingParams.resolve(settings.routing, runtime.backend.metadata(index))
+    choices = [CliffSet(params.cut_sigma, params.cut_min_k, params.cut_max_k, params.cut_depth)
+               if c.name == "cliff" else c for c in choices]
     results = []
     for name, pipeline in zip(names, pipelines, strict=True):
         info(f"evaluating {name} on {dataset.name}/{args.split} ({len(queries)} queries)")
         runtime.forget_query_caches()  # each pipeline pays for its own query embeddings
         result, run_ = evaluate(pipeline, queries, qrels, index=index, k=args.k, filters=filters, options=options,
                                 max_query_chars=settings.retrieval.max_query_chars, progress=progress_enabled(),
-                                label=name)
+                                label=name, set_choices=choices)
         results.append(result)
         if args.runs:
             Path(args.runs).mkdir(parents=True, exist_ok=True)

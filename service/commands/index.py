@@ -7,6 +7,7 @@ from pathlib import Path
 
 from service.commands.common import add_common_options, info, progress_enabled, settings_from_args
 from service.corpus.datasets import Dataset, LoadReport, load_corpus, read_user_corpus
+from service.corpus.works import group_versions, rule_for
 from service.errors import InvalidInput
 from service.indexing import index_documents, rebuild_index
 from service.pipelines.build import Runtime
@@ -48,31 +49,43 @@ def run(args: argparse.Namespace) -> int:
         by_id = {d.id: d for d in read_user_corpus(args.corpus, report, fmt=args.format or "",
                                                      field_map=mapping, default_lang=language)}
         docs = list(by_id.values())
+        rule = rule_for({}, (), docs[0] if docs else None)  # a "work" field groups versions of one work
+        if rule is not None:
+            languages = tuple(dict.fromkeys(d.lang for d in docs if d.lang))
+            docs = group_versions(docs, rule, (language, *languages) if language else languages)
     if not docs:
         info(report.summary())
         raise InvalidInput("the corpus holds no valid document; nothing was indexed")
     name = settings.index.name
+    if not language:  # a corpus in one language gets that language's embedder
+        found = {d.lang for d in docs if d.lang}
+        language = found.pop() if len(found) == 1 else ""
+    embedder = runtime.index_embedder(name, language) if args.update else runtime.embedder_for(language)
     if not args.update:
         if settings.backend.kind == "embedded":
             info(f"indexing {len(docs)} documents into {Path(settings.index.root) / name}")
         else:
             info(f"indexing {len(docs)} documents into a new version of {name!r} ({settings.backend.kind}); "
                  "the alias moves to it when it is complete")
-        result = rebuild_index(runtime.backend, settings, name, runtime.embedder, docs, language=language,
+        result = rebuild_index(runtime.backend, settings, name, embedder, docs, language=language,
                                progress=progress_enabled())
     else:
         info(f"indexing {len(docs)} documents into index {name!r} ({settings.backend.kind})")
-        result = index_documents(runtime.backend, runtime.embedder, name, docs, language=language,
+        result = index_documents(runtime.backend, embedder, name, docs, language=language,
                                  progress=progress_enabled())
     info(report.summary())
-    info(f"indexed {result.indexed} of {result.sent} documents; embedded {runtime.embedder.computed} new texts")
+    info(f"indexed {result.indexed} of {result.sent} documents; embedded {embedder.computed} new texts "
+         f"with {embedder.name}")
     if result.failed:
         info(f"{len(result.failed)} documents failed:")
         for doc_id, reason in list(result.failed.items())[:50]:
             info(f"  {doc_id}: {reason}")
         return 1
+    from service.fusion_calibration import ensure_fusion_quietly
     from service.routing.calibration import ensure_qsi_quietly
 
-    # The corpus changed, so its BM25 score scale may have too: recalibrate routing's QSI.
+    # The corpus changed, so its BM25 score scale may have too: recalibrate routing's QSI, and the
+    # fusion weights (label-free, from passages of the corpus).
     info(ensure_qsi_quietly(runtime.backend, name, language=language, force=True))
+    info(ensure_fusion_quietly(runtime.backend, embedder, name, settings.retrieval, language=language, force=True))
     return 0

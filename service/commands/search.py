@@ -5,15 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 
-from service.analysis.language import detect_language
 from service.commands.common import add_common_options, settings_from_args
 from service.corpus.model import Filters
 from service.errors import InvalidInput
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
 from service.plugins import PIPELINES, RERANKERS
-from service.retrieval.snippets import make_snippet
+from service.retrieval.snippets import Snippet
+from service.search_json import render_response
 
 DEFAULT_PIPELINE = "routed"
 
@@ -48,42 +49,37 @@ def run(args: argparse.Namespace) -> int:
     options = {"reranker": args.reranker} if args.reranker else {}
     request = SearchRequest(query=args.query, index=settings.index.name, k=args.top, filters=filters,
                             lang=args.lang, explain=args.explain, options=options)
+    started = time.perf_counter()
     response = pipeline.run(request)
-    docs = runtime.backend.fetch(settings.index.name, [h.doc_id for h in response.hits])
-    lang = args.lang or detect_language(args.query)
-    rows = []
-    for rank, hit in enumerate(response.hits, start=1):
-        doc = hit.doc or docs.get(hit.doc_id)
-        snippet = make_snippet(doc.text, args.query, doc.lang or lang) if doc else None
-        rows.append((rank, hit, doc, snippet))
+    body = render_response(runtime.backend, request, response, pipeline=pipeline.name,
+                           took_ms=(time.perf_counter() - started) * 1000,
+                           embedder=runtime.embedder_or_none(request.index))
     if args.json:
-        out = {
-            "query": args.query,
-            "pipeline": pipeline.name,
-            "returned": response.returned,
-            "hits": [
-                {**hit.to_dict(with_doc=False), "rank": rank,
-                 "citation": doc.citation if doc else hit.doc_id,
-                 "law": doc.law if doc else "", "title": doc.title if doc else "",
-                 "snippet": snippet.render("<em>", "</em>") if snippet else ""}
-                for rank, hit, doc, snippet in rows
-            ],
-        }
-        if args.explain:
-            out["trace"] = response.trace
-        json.dump(out, sys.stdout, ensure_ascii=False, indent=1)
+        json.dump(body, sys.stdout, ensure_ascii=False, indent=1)
         print()
         return 0
-    if not rows:
+    if not body["hits"]:
         print("no results")
     tty = sys.stdout.isatty()
     mark = ("\033[1m", "\033[0m") if tty else ("«", "»")
-    for rank, hit, doc, snippet in rows:
-        cut = " " if response.returned is None or rank <= response.returned else "-"
-        title = f" — {doc.title}" if doc and doc.title else ""
-        print(f"{cut}{rank:>3}. {doc.citation if doc else hit.doc_id}{title}  [{hit.score:.4f}]")
-        if snippet:
-            print(f"       {snippet.render(*mark)}".replace("\n", " "))
+    for hit in body["hits"]:
+        print(_hit_lines(hit, cut=hit["rank"] > body["returned"], mark=mark))
     if args.explain:
         print(json.dumps(response.trace, ensure_ascii=False, indent=1))
     return 0
+
+
+def _hit_lines(hit: dict, *, cut: bool, mark: tuple[str, str]) -> str:
+    """One hit as text: the citation (pinpointed to its best paragraphs), title and score; the other
+    language versions; the snippet with the matched words marked. Hits past the score cliff start with '-'."""
+    cited = " · ".join(p["citation"] for p in hit["pinpoint"]) or hit["citation"]
+    title = f" — {hit['title']}" if hit["title"] else ""
+    lines = [f"{'-' if cut else ' '}{hit['rank']:>3}. {cited}{title}  [{hit['score']:.4f}]"]
+    others = [f"{v['lang']}: {v['citation']}" for v in hit.get("versions", []) if v["doc_id"] != hit.get("version")]
+    if others:
+        lines.append("       " + " · ".join(others))
+    snippet = hit["snippet"]
+    if snippet:
+        marked = Snippet(snippet["text"], tuple(tuple(s) for s in snippet["highlights"])).render(*mark)
+        lines.append(f"       {marked}".replace("\n", " "))
+    return "\n".join(lines)

@@ -9,6 +9,7 @@ import json
 from service.commands.common import (
     add_calibration_options,
     add_common_options,
+    check_output_path,
     info,
     progress_enabled,
     settings_from_args,
@@ -42,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from service.training import train_models
 
     settings = settings_from_args(args)
+    check_output_path(args.json_out, "--json")  # --out: checked with the other inputs by train_models
     dataset = Dataset(args.data)
     targets = CalibrationTargets(args.recall_target, args.latency_budget, args.confidence) if args.calibrate else None
     runtime = Runtime(settings)

@@ -1,26 +1,31 @@
 """Dataset folders (the ``../shared/data`` format) and user corpora in JSONL or CSV.
 
-A dataset folder holds ``dataset.json``, one or more ``corpus*.jsonl`` files (possibly symlinks;
-the corpus is their union), ``queries.<split>.tsv`` (``qid<TAB>text``) and TREC
-``qrels.<split>.tsv`` (``qid<TAB>0<TAB>docid<TAB>relevance``).
+A dataset folder holds ``dataset.json``, one or more ``corpus*.jsonl`` files (possibly symlinks or
+gzip-compressed ``corpus*.jsonl.gz``; the corpus is their union), ``queries.<split>.tsv``
+(``qid<TAB>text``) and TREC ``qrels.<split>.tsv`` (``qid<TAB>0<TAB>docid<TAB>relevance``).
 
 Malformed corpus lines are never dropped silently: they are skipped, counted and listed by file
-and line number in a :class:`LoadReport`.
+and line number in a :class:`LoadReport`. In a corpus whose documents are versions of one another
+(the same article in several languages, see :mod:`service.corpus.works`), a line without the fields
+of the work key (a missing article number, an unknown law) is such a line.
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
 import json
 import os
 import random
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from service.corpus.model import LegalDoc, Query
+from service.corpus.works import WorkRule, group_versions, rule_for, work_map
 from service.errors import DataError
 
 MAX_REPORTED_PROBLEMS = 50
@@ -68,9 +73,10 @@ class Dataset:
         self.path = Path(path)
         if not self.path.is_dir():
             raise DataError(f"data folder not found: {self.path}")
-        self.corpus_files = sorted(p for p in self.path.glob("corpus*.jsonl") if p.is_file())
+        self.corpus_files = sorted(p for pattern in ("corpus*.jsonl", "corpus*.jsonl.gz")
+                                   for p in self.path.glob(pattern) if p.is_file())
         if not self.corpus_files:
-            raise DataError(f"no corpus*.jsonl file in {self.path}")
+            raise DataError(f"no corpus*.jsonl (or corpus*.jsonl.gz) file in {self.path}")
         meta_path = self.path / "dataset.json"
         self.meta: dict[str, Any] = {}
         if meta_path.is_file():
@@ -86,13 +92,47 @@ class Dataset:
     @property
     def language(self) -> str:
         """The corpus language, or the first one for multilingual corpora ('' if unknown)."""
-        return str(self.meta.get("language", "")).split(",")[0].strip()
+        return self.languages[0] if self.languages else ""
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """Every corpus language named by ``dataset.json``, in its order (``("de", "fr", "it")``)."""
+        return tuple(lang.strip() for lang in str(self.meta.get("language", "")).split(",") if lang.strip())
+
+    @cached_property
+    def work_rule(self) -> WorkRule | None:
+        """What makes two documents versions of one work (``None``: every document is its own work).
+
+        Raises:
+            DataError: for a malformed ``work_key`` in ``dataset.json``.
+        """
+        first = None
+        for path in self.corpus_files:
+            first = next(read_jsonl(path, LoadReport(), default_lang=self.language), None)
+            if first is not None:
+                break
+        try:
+            return rule_for(self.meta, self.languages, first)
+        except ValueError as exc:
+            raise DataError(f"{self.path / 'dataset.json'}: {exc}") from None
 
     def corpus(self, report: LoadReport | None = None) -> Iterator[LegalDoc]:
-        """Every document of the union of ``corpus*.jsonl``; later files win on a repeated id."""
+        """Every document of the union of the corpus files; later files win on a repeated id.
+
+        When the corpus has a work rule, lines lacking its fields are reported and skipped.
+        """
         report = report if report is not None else LoadReport()
+        rule = self.work_rule
+        check = rule.problem if rule is not None else None
         for path in self.corpus_files:
-            yield from read_jsonl(path, report, default_lang=self.language)
+            yield from read_jsonl(path, report, default_lang=self.language, check=check)
+
+    @cached_property
+    def works(self) -> dict[str, str]:
+        """Document id -> work id for every document that is one of several versions ({} when none)."""
+        if self.work_rule is None:
+            return {}
+        return work_map(load_corpus(self))
 
     def splits(self) -> list[str]:
         return sorted(p.name[len("queries."):-len(".tsv")] for p in self.path.glob("queries.*.tsv"))
@@ -107,6 +147,8 @@ class Dataset:
         if not path.is_file():
             have = ", ".join(self.splits()) or "none"
             raise DataError(f"no split {split!r} in {self.path} (splits present: {have})")
+        # The questions of a corpus in several languages may be in any of them: detect each one's.
+        query_language = self.language if len(self.languages) == 1 else ""
         out = []
         with open(path, encoding="utf-8") as fh:
             for lineno, line in enumerate(fh, start=1):
@@ -116,15 +158,23 @@ class Dataset:
                 qid, sep, text = line.partition("\t")
                 if not sep or not text.strip():
                     raise DataError(f"{path}:{lineno}: expected 'qid<TAB>text'")
-                out.append(Query(text=text, qid=qid, lang=self.language))
+                out.append(Query(text=text, qid=qid, lang=query_language))
         return out
 
     def qrels(self, split: str) -> dict[str, set[str]]:
-        """Relevant document ids per query id (relevance > 0) of one split."""
+        """Relevant ids per query id (relevance > 0) of one split, at work level.
+
+        A gold id that is one version of a work (any language) is replaced by the work's id, the id
+        search results carry, so a hit in any language counts for its article, and once.
+        """
         path = self.path / f"qrels.{split}.tsv"
         if not path.is_file():
             raise DataError(f"no relevance file qrels.{split}.tsv in {self.path}")
-        return read_qrels(path)
+        qrels = read_qrels(path)
+        works = self.works
+        if not works:
+            return qrels
+        return {qid: {works.get(d, d) for d in ids} for qid, ids in qrels.items()}
 
     def content_hash(self) -> str:
         """sha256 over the corpus files' bytes (in name order): the corpus's identity for caching."""
@@ -137,31 +187,51 @@ class Dataset:
         return digest.hexdigest()
 
 
-def read_qrels(path: str | os.PathLike[str]) -> dict[str, set[str]]:
-    """Read TREC qrels (``qid 0 docid rel``, tab or space separated); keeps relevance > 0."""
-    qrels: dict[str, set[str]] = {}
+def trec_rows(path: str | os.PathLike[str], layout: str) -> Iterator[tuple[int, list[str]]]:
+    """The line number and fields of every non-blank line of a TREC file (fields split on white space).
+
+    ``layout`` names the fields (``"qid 0 docid relevance"``); every line must have that many.
+
+    Raises:
+        DataError: naming the file, the line and the expected layout.
+    """
+    width = len(layout.split())
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             parts = line.split()
             if not parts:
                 continue
-            if len(parts) != 4:
-                raise DataError(f"{path}:{lineno}: expected 'qid 0 docid relevance'")
-            qid, _, docid, rel = parts
-            try:
-                relevant = float(rel) > 0
-            except ValueError:
-                raise DataError(f"{path}:{lineno}: relevance {rel!r} is not a number") from None
-            if relevant:
-                qrels.setdefault(qid, set()).add(docid)
+            if len(parts) != width:
+                raise DataError(f"{path}:{lineno}: expected '{layout}'")
+            yield lineno, parts
+
+
+def read_qrels(path: str | os.PathLike[str]) -> dict[str, set[str]]:
+    """Read TREC qrels (``qid 0 docid rel``, tab or space separated); keeps relevance > 0."""
+    qrels: dict[str, set[str]] = {}
+    for lineno, (qid, _, docid, rel) in trec_rows(path, "qid 0 docid relevance"):
+        try:
+            relevant = float(rel) > 0
+        except ValueError:
+            raise DataError(f"{path}:{lineno}: relevance {rel!r} is not a number") from None
+        if relevant:
+            qrels.setdefault(qid, set()).add(docid)
     return qrels
 
 
+def _open_text(path: Path) -> IO[str]:
+    if path.name.endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
 def read_jsonl(path: Path, report: LoadReport, *, default_lang: str = "",
-               field_map: Mapping[str, str] | None = None) -> Iterator[LegalDoc]:
-    """Documents of one JSONL file; bad lines are recorded in ``report`` and skipped."""
+               field_map: Mapping[str, str] | None = None,
+               check: Callable[[LegalDoc], str | None] | None = None) -> Iterator[LegalDoc]:
+    """Documents of one JSONL file (gzip-compressed when it ends in ``.gz``); bad lines are recorded in
+    ``report`` and skipped. ``check`` returns why a well-formed document must still be skipped."""
     try:
-        fh = open(path, encoding="utf-8")  # noqa: SIM115 - generator keeps it open while iterating
+        fh = _open_text(path)
     except OSError as exc:
         raise DataError(f"cannot read {path}: {exc.strerror}") from None
     with fh:
@@ -177,13 +247,14 @@ def read_jsonl(path: Path, report: LoadReport, *, default_lang: str = "",
             if not isinstance(data, dict):
                 report.skip(where, "line is not a JSON object")
                 continue
-            doc = _to_doc(data, report, where, default_lang, field_map)
+            doc = _to_doc(data, report, where, default_lang, field_map, check)
             if doc is not None:
                 yield doc
 
 
 def _to_doc(data: dict[str, Any], report: LoadReport, where: str, default_lang: str,
-            field_map: Mapping[str, str] | None) -> LegalDoc | None:
+            field_map: Mapping[str, str] | None,
+            check: Callable[[LegalDoc], str | None] | None = None) -> LegalDoc | None:
     if field_map:
         data = {ours: data.get(theirs) for ours, theirs in field_map.items()} | {
             k: v for k, v in data.items() if k not in field_map.values()
@@ -197,6 +268,10 @@ def _to_doc(data: dict[str, Any], report: LoadReport, where: str, default_lang: 
         return None
     if not doc.text.strip():
         report.skip(where, f"document {doc.id!r} has an empty text")
+        return None
+    problem = check(doc) if check is not None else None
+    if problem:
+        report.skip(where, f"document {doc.id!r}: {problem}")
         return None
     report.read += 1
     return doc
@@ -299,6 +374,7 @@ def load_corpus(dataset: Dataset, report: LoadReport | None = None,
     Within a corpus the last line of a repeated id wins (and the repeat is reported). When two
     corpus files in different languages use the same id for parallel texts (the Swiss de/en
     corpora do), the later file's document is kept as ``<id>_<lang>`` instead of replacing the other.
+    When the dataset has a work rule, the versions of each work are grouped (``LegalDoc.versions``).
     """
     report = report if report is not None else LoadReport()
     by_id: dict[str, LegalDoc] = {}
@@ -314,4 +390,10 @@ def load_corpus(dataset: Dataset, report: LoadReport | None = None,
     if renamed:
         report.notes.append(f"{renamed} ids repeat across corpus files in another language; "
                                "the later copies got the suffix _<lang>")
-    return list(by_id.values())
+    docs = list(by_id.values())
+    rule = dataset.work_rule
+    if rule is not None:
+        docs = group_versions(docs, rule, dataset.languages)
+        works = len({d.work for d in docs})
+        report.notes.append(f"{len(docs)} documents are {works} works (versions grouped by {rule})")
+    return docs

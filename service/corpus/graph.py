@@ -17,11 +17,13 @@ Example::
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from service.corpus.citations import article_of
 from service.corpus.model import LegalDoc
+from service.corpus.views import headings
 
 BLOCK_SIZE = 40
 """Articles per block: consecutive articles of one law that form a coarse "section" label."""
@@ -39,6 +41,8 @@ class ArticleInfo:
         law_size: how many articles that law has in the corpus.
         number: the leading article number (``573`` for ``§ 573b``), 0 when none.
         length: characters of the text.
+        heading: the headings above the article's own one (``meta.heading_path`` without the
+            article's title), joined; '' when the corpus has none.
     """
 
     law: str
@@ -46,6 +50,7 @@ class ArticleInfo:
     law_size: int
     number: int
     length: int
+    heading: str = ""
 
     @property
     def block(self) -> str:
@@ -62,11 +67,13 @@ class CorpusGraph:
     """Laws, article order and citation links of one corpus. Read-only after :meth:`build`."""
 
     def __init__(self, info: dict[str, ArticleInfo], by_law: dict[str, list[str]],
-                 cites: dict[str, tuple[str, ...]], cited_by: dict[str, tuple[str, ...]]) -> None:
+                 cites: dict[str, tuple[str, ...]], cited_by: dict[str, tuple[str, ...]],
+                 by_key: dict[str, tuple[str, ...]] | None = None) -> None:
         self._info = info
         self._by_law = by_law
         self._cites = cites
         self._cited_by = cited_by
+        self._by_key = by_key or {}
 
     @classmethod
     def build(cls, docs: Iterable[LegalDoc]) -> CorpusGraph:
@@ -77,11 +84,17 @@ class CorpusGraph:
         """
         rows: list[tuple[str, str, tuple[int, str], int, tuple[str, ...]]] = []
         by_key: dict[str, list[str]] = {}
+        section: dict[str, str] = {}
         for doc in docs:
             citation = article_of(doc.citation, law=doc.law, lang=doc.lang)
             law = doc.law or (citation.law if citation else "")
             order = _sort_key(citation.article) if citation else (10**9, doc.id)
             rows.append((doc.id, law, order, len(doc.text), doc.cites))
+            path = headings(doc)
+            if path and path[-1] == doc.title:
+                path = path[:-1]
+            if path:
+                section[doc.id] = sys.intern(" / ".join(path))
             if citation is not None:
                 by_key.setdefault(citation.key, []).append(doc.id)
         groups: dict[str, list[tuple[tuple[int, str], str]]] = {}
@@ -100,14 +113,14 @@ class CorpusGraph:
         for doc_id, law, order, length, keys in rows:
             number = order[0] if order[0] < 10**9 else 0
             info[doc_id] = ArticleInfo(law=law, position=position[doc_id], law_size=len(by_law[law]),
-                                       number=number, length=length)
+                                       number=number, length=length, heading=section.get(doc_id, ""))
             targets = tuple(dict.fromkeys(t for key in keys for t in by_key.get(key, ()) if t != doc_id))
             if targets:
                 cites[doc_id] = targets
                 for target in targets:
                     reverse.setdefault(target, []).append(doc_id)
         cited_by = {k: tuple(v) for k, v in reverse.items()}
-        return cls(info, by_law, cites, cited_by)
+        return cls(info, by_law, cites, cited_by, {k: tuple(v) for k, v in by_key.items()})
 
     def __len__(self) -> int:
         return len(self._info)
@@ -136,6 +149,10 @@ class CorpusGraph:
         """The document ids of one law, in article order."""
         return self._by_law.get(law, ())
 
+    def resolve(self, key: str) -> tuple[str, ...]:
+        """The documents of a citation key (``"OR art. 725"``, :attr:`Citation.key`); () when none."""
+        return self._by_key.get(key, ())
+
     def cites(self, doc_id: str) -> tuple[str, ...]:
         """Documents that ``doc_id`` cites (resolved citation keys)."""
         return self._cites.get(doc_id, ())
@@ -146,7 +163,7 @@ class CorpusGraph:
 
     def without_citations(self) -> CorpusGraph:
         """The same graph with no citation links (laws, order and neighbours kept), sharing its tables."""
-        return CorpusGraph(self._info, self._by_law, {}, {})
+        return CorpusGraph(self._info, self._by_law, {}, {}, self._by_key)
 
     def neighbours(self, doc_id: str, span: int = 1) -> list[str]:
         """Articles within ``span`` places of ``doc_id`` in the same law, nearest first."""

@@ -28,6 +28,9 @@ class LegalDoc:
     ``id`` is unique and stable within a corpus and never contains whitespace.
     ``cites`` holds normalised citations found in the text (see :mod:`service.corpus.citations`).
     ``date`` is an ISO date (``YYYY-MM-DD``) or ``None``.
+    ``versions`` lists the ids of every version of the *work* this document is one version of (the
+    same article in German, French and Italian), the work's own id first; ``()`` means the document
+    is a work of its own. Search returns one hit per work (see :mod:`service.corpus.works`).
     """
 
     id: str
@@ -43,6 +46,7 @@ class LegalDoc:
     chamber: str = ""
     case_type: str = ""
     cites: tuple[str, ...] = ()
+    versions: tuple[str, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -54,10 +58,19 @@ class LegalDoc:
             _check_date("date", self.date)
         if not isinstance(self.cites, tuple):
             object.__setattr__(self, "cites", tuple(self.cites))
+        if not isinstance(self.versions, tuple):
+            object.__setattr__(self, "versions", tuple(self.versions))
+        if self.versions and self.id not in self.versions:
+            raise ValueError(f"document {self.id!r} is missing from its own versions {list(self.versions)}")
+
+    @property
+    def work(self) -> str:
+        """The id that stands for the work: its first version's id, or the document's own id."""
+        return self.versions[0] if self.versions else self.id
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict with every field (the corpus line format)."""
-        return {
+        """A JSON-ready dict with every field (the corpus line format); ``versions`` only when set."""
+        out: dict[str, Any] = {
             "id": self.id,
             "citation": self.citation,
             "title": self.title,
@@ -73,6 +86,9 @@ class LegalDoc:
             "cites": list(self.cites),
             "meta": self.meta,
         }
+        if self.versions:
+            out["versions"] = list(self.versions)
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LegalDoc:
@@ -83,7 +99,7 @@ class LegalDoc:
         """
         known = {
             "id", "citation", "title", "text", "lang", "law", "kind", "date", "court",
-            "division", "chamber", "case_type", "cites", "meta",
+            "division", "chamber", "case_type", "cites", "versions", "meta",
         }
         if "id" not in data or data["id"] in (None, ""):
             raise ValueError("missing field 'id'")
@@ -105,12 +121,16 @@ class LegalDoc:
         cites = data.get("cites") or ()
         if isinstance(cites, str) or not all(isinstance(c, str) for c in cites):
             raise ValueError("field 'cites' must be a list of strings")
+        versions = data.get("versions") or ()
+        if isinstance(versions, str) or not all(isinstance(v, str) for v in versions):
+            raise ValueError("field 'versions' must be a list of document ids")
         return cls(
             id=str(data["id"]),
             citation=strings["citation"] or str(data["id"]),
             kind=DocKind(data.get("kind") or DocKind.STATUTE.value),
             date=(data.get("date") or None),
             cites=tuple(cites),
+            versions=tuple(versions),
             meta=meta,
             **{k: v for k, v in strings.items() if k != "citation"},
         )

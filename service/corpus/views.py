@@ -12,14 +12,25 @@ EMBEDDING_MAX_CHARS = 2000
 
 
 def bm25_text(doc: LegalDoc) -> str:
-    """Citation, law name, title and text: lay questions often name the law, rarely the article."""
+    """Citation, law name, headings and text: lay questions often name the law, rarely the article,
+    and the headings above an article (``meta.heading_path``: "Die Aktiengesellschaft", "Der Mietvertrag")
+    name its subject in the words a question uses."""
     parts = [doc.citation]
     if doc.law and doc.law not in doc.citation:
         parts.append(doc.law)
+    parts.extend(h for h in headings(doc) if h != doc.title)
     if doc.title:
         parts.append(doc.title)
     parts.append(doc.text)
     return "\n".join(p for p in parts if p)
+
+
+def headings(doc: LegalDoc) -> list[str]:
+    """The headings above the article, outermost first (``meta.heading_path``; [] when absent)."""
+    path = doc.meta.get("heading_path")
+    if not isinstance(path, list | tuple):
+        return []
+    return [h.strip() for h in path if isinstance(h, str) and h.strip()]
 
 
 def embedding_text(doc: LegalDoc) -> str:

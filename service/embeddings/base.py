@@ -6,7 +6,7 @@ differently. Implementations load their model lazily, on first use, once per pro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -42,3 +42,45 @@ def l2_normalize(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return np.ascontiguousarray(matrix / norms, dtype=np.float32)
+
+
+def embed_in_windows(texts: Sequence[str], windows: Callable[[str], list[str]],
+                     encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    """Embed texts that may exceed a model's input limit without dropping any part of them.
+
+    Each text is cut by ``windows`` into pieces the model takes whole; a text's vector is the mean of
+    its pieces' vectors weighted by their length, L2-normalised (mean pooling over the whole text,
+    as the model would pool one long input). A text that fits is one piece and embeds as before.
+    Long questions put the question proper at the end, which a model's silent truncation would cut.
+
+    Args:
+        texts: the texts.
+        windows: text -> consecutive pieces covering all of it (``[text]`` when it fits).
+        encode: the model's own batch embedding of pieces.
+    """
+    pieces: list[str] = []
+    owners: list[int] = []
+    for i, text in enumerate(texts):
+        parts = windows(text) or [text]
+        pieces.extend(parts)
+        owners.extend([i] * len(parts))
+    vectors = np.asarray(encode(pieces), dtype=np.float32)
+    if len(pieces) == len(texts):
+        return l2_normalize(vectors)
+    weights = np.asarray([max(1, len(p)) for p in pieces], dtype=np.float32)
+    out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+    np.add.at(out, np.asarray(owners), vectors * weights[:, None])
+    return l2_normalize(out)
+
+
+def character_windows(text: str, max_chars: int) -> list[str]:
+    """``text`` cut into consecutive pieces of at most ``max_chars`` characters, at whitespace where possible."""
+    pieces = []
+    start = 0
+    while len(text) - start > max_chars:
+        end = text.rfind(" ", start + max_chars // 2, start + max_chars)
+        end = end if end > start else start + max_chars
+        pieces.append(text[start:end])
+        start = end
+    pieces.append(text[start:])
+    return pieces

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from service.embeddings.base import l2_normalize
+from service.embeddings.base import character_windows, embed_in_windows
 from service.errors import ConfigError, EngineUnavailable
 
 if TYPE_CHECKING:
@@ -22,13 +22,17 @@ if TYPE_CHECKING:
     from service.config import EmbedderSettings
 
 _PROBE_TEXT = "dimension probe"
+WINDOW_CHARS = 6000
+"""Longer texts are sent in windows of this many characters and pooled (about 1,500-2,500 tokens, far
+below the input limit of OpenAI-style embedding models, 8,191 tokens), so nothing is cut or refused."""
 
 
 class OpenAIEmbedder:
     """An :class:`~service.embeddings.base.Embedder` over an OpenAI-compatible embeddings API.
 
     Queries and documents are embedded the same way (OpenAI-style models use no prefixes).
-    Texts are sent in batches of ``batch_size``; rows come back L2-normalised float32.
+    Texts are sent in batches of ``batch_size``; rows come back L2-normalised float32. Texts over
+    :data:`WINDOW_CHARS` characters are embedded in windows and pooled.
 
     Args:
         url: base URL of the API, e.g. ``http://127.0.0.1:8000/v1``.
@@ -101,17 +105,20 @@ class OpenAIEmbedder:
             raise TypeError("pass a sequence of texts, not one string")
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        rows: list[np.ndarray] = []
-        for start in range(0, len(texts), self.batch_size):
-            rows.extend(self._embed_batch(list(texts[start:start + self.batch_size])))
-        matrix = np.vstack(rows)
+        matrix = embed_in_windows(texts, lambda text: character_windows(text, WINDOW_CHARS), self._embed_pieces)
         with self._lock:
             if self._dim is None:
                 self._dim = matrix.shape[1]
         if matrix.shape[1] != self._dim:
             raise ConfigError(f"embedding model {self.model!r} at {self.url} returns "
                               f"{matrix.shape[1]}-dimensional vectors, but {self._dim} were expected")
-        return l2_normalize(matrix)
+        return matrix
+
+    def _embed_pieces(self, pieces: list[str]) -> np.ndarray:
+        rows: list[np.ndarray] = []
+        for start in range(0, len(pieces), self.batch_size):
+            rows.extend(self._embed_batch(pieces[start:start + self.batch_size]))
+        return np.vstack(rows)
 
     def _embed_batch(self, batch: list[str]) -> list[np.ndarray]:
         import openai

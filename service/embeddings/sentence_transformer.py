@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import threading
 from collections.abc import Sequence
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from service.embeddings.base import l2_normalize
+from service.embeddings.base import embed_in_windows
 from service.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
 
 class SentenceTransformerEmbedder:
     """A local sentence-transformers model, run on CPU with the hub switched off.
+
+    Texts longer than the model's ``max_seq_length`` are embedded in windows and pooled
+    (:func:`~service.embeddings.base.embed_in_windows`), never cut.
 
     Args:
         model_path: a folder holding a saved sentence-transformers model.
@@ -81,9 +85,29 @@ class SentenceTransformerEmbedder:
         model = self._load()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = model.encode([prefix + t for t in texts], batch_size=self._batch_size,
-                               show_progress_bar=False, convert_to_numpy=True)
-        return l2_normalize(vectors)
+
+        def encode(pieces: list[str]) -> np.ndarray:
+            return model.encode([prefix + p for p in pieces], batch_size=self._batch_size,
+                                show_progress_bar=False, convert_to_numpy=True)
+
+        return embed_in_windows(texts, lambda text: self._windows(model, text, prefix), encode)
+
+    @staticmethod
+    def _windows(model, text: str, prefix: str) -> list[str]:  # type: ignore[no-untyped-def]
+        """``text`` in pieces that fit the model's ``max_seq_length`` with the prefix and special tokens.
+
+        sentence-transformers cuts longer input silently; the pieces are cut at token boundaries."""
+        limit = int(getattr(model, "max_seq_length", 0) or 0)
+        tokenizer = getattr(model, "tokenizer", None)
+        if limit <= 0 or tokenizer is None or not getattr(tokenizer, "is_fast", False):
+            return [text]
+        room = limit - len(tokenizer(prefix, add_special_tokens=False)["input_ids"]) - 4  # special tokens, margin
+        offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        if room <= 0 or len(offsets) <= room:
+            return [text]
+        cuts = [offsets[i][0] for i in range(room, len(offsets), room)]
+        bounds = [0, *cuts, len(text)]
+        return [text[a:b] for a, b in itertools.pairwise(bounds) if text[a:b].strip()]
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, self._query_prefix)

@@ -10,14 +10,18 @@ from service.backends.embedded import FileLock
 from service.console import info, progress_enabled
 from service.corpus.datasets import Dataset, LoadReport, load_corpus
 from service.errors import LexsearchError
+from service.fusion_calibration import ensure_fusion_quietly
 from service.indexing import index_fingerprint, rebuild_index
 from service.pipelines.build import Runtime
+from service.retrieval.weights import FUSION_KEY
 
 
 def dataset_index_name(runtime: Runtime, dataset: Dataset) -> str:
     """The cache name of the dataset's index: corpus content hash plus configuration."""
-    fingerprint = index_fingerprint(dataset.content_hash(), runtime.embedder.name,
-                                    {"hnsw_min_docs": runtime.settings.backend.hnsw_min_docs})
+    extra: dict[str, object] = {"hnsw_min_docs": runtime.settings.backend.hnsw_min_docs}
+    if dataset.work_rule is not None:  # versions grouped into works: not the index of the same corpus without
+        extra["works"] = list(dataset.work_rule.fields)
+    fingerprint = index_fingerprint(dataset.content_hash(), runtime.embedder_for(dataset.language).name, extra)
     # Named after the folder that really holds the corpus, so derived split folders (symlinked
     # corpus) share the index of the dataset they came from.
     home = dataset.corpus_files[0].resolve().parent.name.lower()
@@ -38,6 +42,10 @@ def ensure_dataset_index(runtime: Runtime, dataset: Dataset) -> str:
         from service.routing.calibration import ensure_qsi_quietly
 
         info(ensure_qsi_quietly(backend, name, language=dataset.language))
+    # Label-free fusion weights, once per index (see service/fusion_calibration.py).
+    if FUSION_KEY not in backend.metadata(name):
+        info(ensure_fusion_quietly(backend, runtime.index_embedder(name), name, runtime.settings.retrieval,
+                                   language=dataset.language))
     return name
 
 
@@ -58,8 +66,8 @@ def _build(runtime: Runtime, dataset: Dataset, name: str) -> None:
     report = LoadReport()
     docs = load_corpus(dataset, report)
     info(f"building index {name} from {dataset.path} ({report.summary()})")
-    result = rebuild_index(backend, runtime.settings, name, runtime.embedder, docs, language=dataset.language,
-                           progress=progress_enabled())
+    result = rebuild_index(backend, runtime.settings, name, runtime.embedder_for(dataset.language), docs,
+                           language=dataset.language, progress=progress_enabled())
     if result.failed:
         raise LexsearchError(f"{len(result.failed)} documents failed to index, e.g. "
                              f"{next(iter(result.failed.items()))}")

@@ -2,7 +2,11 @@
 
 The JSON form of a result is a contract (``lexsearch eval --json``): one object per pipeline with
 ``pipeline, queries, recall@10, recall@100, mrr@10, ndcg@10, latency_ms{p50,p95,mean}``, plus
-optional extra keys (set metrics for pipelines that cut their lists, agent statistics).
+optional extra keys: ``set`` (the set a pipeline returned itself, e.g. routed's cut), ``sets`` (set
+precision, recall and F1 macro-averaged over questions, and the mean size, for every citation-set
+choice of :mod:`service.retrieval.sets`), ``cpu_ms`` (the process's CPU time per search), agent
+statistics, and ``by_language``: the same figures per question language when the questions are in
+several.
 """
 
 from __future__ import annotations
@@ -14,9 +18,11 @@ from typing import Any
 
 from tqdm import tqdm
 
+from service.analysis.language import detect_language
 from service.corpus.model import Filters, Query
 from service.evaluation import metrics
-from service.pipelines.base import Pipeline, SearchRequest, SearchResponse
+from service.pipelines.base import Pipeline, SearchRequest, SearchResponse, check_query_lengths
+from service.retrieval.sets import SetChoice
 
 
 @dataclass
@@ -33,6 +39,9 @@ class EvalResult:
     latency_p95: float
     latency_mean: float
     extra: dict[str, Any] = field(default_factory=dict)
+    rows: list[QueryScore] = field(default_factory=list)
+    """The score of each question, for pooling several runs (cross-validation folds with
+    :func:`summarise`); not part of the JSON contract."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -51,64 +60,123 @@ class EvalResult:
 Run = dict[str, list[tuple[str, float]]]
 
 
+@dataclass
+class QueryScore:
+    """The scores of one question (the rows :func:`summarise` averages)."""
+
+    lang: str
+    recall_10: float
+    recall_100: float
+    mrr_10: float
+    ndcg_10: float
+    latency_ms: float
+    set_prf: tuple[float, float, float] | None = None
+    qid: str = ""
+    cpu_ms: float = 0.0
+    """The process's CPU time during the search (all its threads): on a machine shared with other jobs
+    it shows what the search costs, where the wall-clock latency also counts the wait for a core."""
+    sets: dict[str, tuple[float, float, float, int]] = field(default_factory=dict)
+    """Set precision, recall, F1 and size per citation-set choice."""
+
+
+def summarise(rows: Sequence[QueryScore]) -> dict[str, Any]:
+    """Mean metrics, latency percentiles and (when the pipeline cut its lists) set P/R/F1 of some questions,
+    in the JSON shape of :meth:`EvalResult.to_dict` (without the pipeline name)."""
+    latencies = [r.latency_ms for r in rows]
+    cpu = [r.cpu_ms for r in rows]
+    out: dict[str, Any] = {
+        "queries": len(rows),
+        "recall@10": round(metrics.mean(r.recall_10 for r in rows), 4),
+        "recall@100": round(metrics.mean(r.recall_100 for r in rows), 4),
+        "mrr@10": round(metrics.mean(r.mrr_10 for r in rows), 4),
+        "ndcg@10": round(metrics.mean(r.ndcg_10 for r in rows), 4),
+        "latency_ms": {"p50": round(metrics.percentile(latencies, 50), 2),
+                       "p95": round(metrics.percentile(latencies, 95), 2),
+                       "mean": round(metrics.mean(latencies), 2)},
+        "cpu_ms": {"p50": round(metrics.percentile(cpu, 50), 2), "p95": round(metrics.percentile(cpu, 95), 2)},
+    }
+    choices = list(dict.fromkeys(name for r in rows for name in r.sets))
+    if choices:
+        out["sets"] = {name: {key: round(metrics.mean(r.sets[name][i] for r in rows if name in r.sets), 4)
+                              for i, key in enumerate(("precision", "recall", "f1", "size"))}
+                       for name in choices}
+    sets = [r.set_prf for r in rows if r.set_prf is not None]
+    if sets:
+        out["set"] = {name: round(metrics.mean(s[i] for s in sets), 4)
+                      for i, name in enumerate(("precision", "recall", "f1"))}
+    return out
+
+
+def query_language(query: Query) -> str:
+    """The question's language: given with the query, else detected among every supported language."""
+    return query.lang or detect_language(query.text)
+
+
 def evaluate(pipeline: Pipeline, queries: Sequence[Query], qrels: dict[str, set[str]], *, index: str,
              k: int = 100, filters: Filters | None = None, options: dict[str, Any] | None = None,
              max_query_chars: int | None = None, progress: bool = False, label: str | None = None,
-             on_response: Callable[[Query, SearchResponse], None] | None = None) -> tuple[EvalResult, Run]:
-    """Search every query, time each search end to end, and compute the metrics.
+             on_response: Callable[[Query, SearchResponse], None] | None = None,
+             set_choices: Sequence[SetChoice] = ()) -> tuple[EvalResult, Run]:
+    """Search every query, time each search end to end, and compute the metrics, overall and per
+    question language (``extra["by_language"]``, when the questions are in more than one language).
 
-    Queries longer than ``max_query_chars`` are cut to that length (and counted in
-    ``extra["truncated_queries"]``) rather than rejected, so every query is scored.
+    ``set_choices`` turn each ranking into an answer set; their set scores go to ``extra["sets"]``.
+
+    Raises:
+        InvalidInput: before any search, when a question is longer than ``max_query_chars``
+            (questions are never cut).
 
     Returns:
         The result and the run (``{qid: [(docid, score), ...]}``) for a TREC run file.
     """
+    if max_query_chars:
+        check_query_lengths(queries, max_query_chars)
     run: Run = {}
-    latencies: list[float] = []
-    recalls10, recalls100, mrrs, ndcgs = [], [], [], []
-    set_p, set_r, set_f = [], [], []
-    truncated = 0
+    rows: list[QueryScore] = []
     name = label or pipeline.name
     for query in tqdm(queries, desc=f"eval {name}", unit="q", disable=not progress, leave=False):
-        text = query.text
-        if max_query_chars and len(text) > max_query_chars:
-            text, truncated = text[:max_query_chars], truncated + 1
-        request = SearchRequest(query=text, index=index, k=max(k, 10), filters=filters, lang=query.lang,
+        request = SearchRequest(query=query.text, index=index, k=max(k, 10), filters=filters, lang=query.lang,
                                 qid=query.qid, options=dict(options or {}))
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         response = pipeline.run(request)
-        latencies.append((time.perf_counter() - start) * 1000.0)
+        latency = (time.perf_counter() - start) * 1000.0
+        cpu_ms = (time.process_time() - cpu_start) * 1000.0
         ranked = [h.doc_id for h in response.hits]
         run[query.qid] = [(h.doc_id, h.score) for h in response.hits]
         relevant = qrels.get(query.qid, set())
-        recalls10.append(metrics.recall_at(ranked, relevant, 10))
-        recalls100.append(metrics.recall_at(ranked, relevant, 100))
-        mrrs.append(metrics.mrr_at(ranked, relevant, 10))
-        ndcgs.append(metrics.ndcg_at(ranked, relevant, 10))
-        if response.returned is not None:
-            p, r, f = metrics.set_scores(ranked[: response.returned], relevant)
-            set_p.append(p)
-            set_r.append(r)
-            set_f.append(f)
+        rows.append(QueryScore(
+            lang=query_language(query),
+            recall_10=metrics.recall_at(ranked, relevant, 10),
+            recall_100=metrics.recall_at(ranked, relevant, 100),
+            mrr_10=metrics.mrr_at(ranked, relevant, 10),
+            ndcg_10=metrics.ndcg_at(ranked, relevant, 10),
+            latency_ms=latency,
+            set_prf=(metrics.set_scores(ranked[: response.returned], relevant)
+                     if response.returned is not None else None),
+            qid=query.qid, cpu_ms=cpu_ms,
+            sets={c.name: (*metrics.set_scores(ranked[:size], relevant), size)
+                  for c in set_choices for size in (c.size(query.text, response.hits),)},
+        ))
         if on_response is not None:
             on_response(query, response)
-    extra: dict[str, Any] = {}
-    if set_f:
-        extra["set"] = {"precision": round(metrics.mean(set_p), 4), "recall": round(metrics.mean(set_r), 4),
-                        "f1": round(metrics.mean(set_f), 4)}
-    if truncated:
-        extra["truncated_queries"] = truncated
+    overall = summarise(rows)
+    extra: dict[str, Any] = {key: overall[key] for key in ("set", "sets", "cpu_ms") if key in overall}
+    languages = sorted({r.lang for r in rows})
+    if len(languages) > 1:
+        extra["by_language"] = {lang: summarise([r for r in rows if r.lang == lang]) for lang in languages}
+    latencies = [r.latency_ms for r in rows]
     result = EvalResult(
         pipeline=name,
         queries=len(queries),
-        recall_10=metrics.mean(recalls10),
-        recall_100=metrics.mean(recalls100),
-        mrr_10=metrics.mean(mrrs),
-        ndcg_10=metrics.mean(ndcgs),
+        recall_10=metrics.mean(r.recall_10 for r in rows),
+        recall_100=metrics.mean(r.recall_100 for r in rows),
+        mrr_10=metrics.mean(r.mrr_10 for r in rows),
+        ndcg_10=metrics.mean(r.ndcg_10 for r in rows),
         latency_p50=metrics.percentile(latencies, 50),
         latency_p95=metrics.percentile(latencies, 95),
         latency_mean=metrics.mean(latencies),
         extra=extra,
+        rows=rows,
     )
     return result, run
 
@@ -119,10 +187,26 @@ def format_table(results: Sequence[EvalResult]) -> str:
              f"{'p50 ms':>8} {'p95 ms':>8}"
     lines = [header, "-" * len(header)]
     for r in results:
-        line = (f"{r.pipeline:<28} {r.queries:>7} {r.recall_10:>7.4f} {r.recall_100:>7.4f} {r.mrr_10:>7.4f} "
-                f"{r.ndcg_10:>8.4f} {r.latency_p50:>8.1f} {r.latency_p95:>8.1f}")
-        if "set" in r.extra:
-            s = r.extra["set"]
-            line += f"   set P/R/F1 {s['precision']:.3f}/{s['recall']:.3f}/{s['f1']:.3f}"
-        lines.append(line)
+        lines.append(_row(r.pipeline, r.to_dict()))
+        for lang, scores in r.extra.get("by_language", {}).items():
+            lines.append(_row(f"  {lang or '?'}", scores))
+    choices = list(dict.fromkeys(name for r in results for name in r.extra.get("sets", {})))
+    if choices:
+        header = f"{'set F1 (mean size)':<28} " + " ".join(f"{name:>13}" for name in choices)
+        lines += ["", header, "-" * len(header)]
+        for r in results:
+            sets = r.extra.get("sets", {})
+            cells = [f"{sets[n]['f1']:.3f} ({sets[n]['size']:>4.1f})" if n in sets else f"{'-':>13}" for n in choices]
+            lines.append(f"{r.pipeline:<28} " + " ".join(f"{c:>13}" for c in cells))
     return "\n".join(lines)
+
+
+def _row(label: str, scores: dict[str, Any]) -> str:
+    """One line of :func:`format_table` from a summary in the JSON shape."""
+    latency = scores["latency_ms"]
+    line = (f"{label:<28} {scores['queries']:>7} {scores['recall@10']:>7.4f} {scores['recall@100']:>7.4f} "
+            f"{scores['mrr@10']:>7.4f} {scores['ndcg@10']:>8.4f} {latency['p50']:>8.1f} {latency['p95']:>8.1f}")
+    if "set" in scores:
+        s = scores["set"]
+        line += f"   set P/R/F1 {s['precision']:.3f}/{s['recall']:.3f}/{s['f1']:.3f}"
+    return line

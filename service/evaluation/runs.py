@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-from service.errors import DataError
+from service.corpus.datasets import trec_rows
 
 
 def write_run(path: str | os.PathLike[str], run: Mapping[str, Sequence[tuple[str, float]]], tag: str) -> None:
@@ -19,13 +19,6 @@ def write_run(path: str | os.PathLike[str], run: Mapping[str, Sequence[tuple[str
 def read_run(path: str | os.PathLike[str]) -> dict[str, list[tuple[str, float]]]:
     """Read a TREC run file into ``{qid: [(docid, score), ...]}`` ordered by rank."""
     rows: dict[str, list[tuple[int, str, float]]] = {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) != 6:
-                raise DataError(f"{path}:{lineno}: expected 'qid Q0 docid rank score tag'")
-            qid, _, docid, rank, score, _ = parts
-            rows.setdefault(qid, []).append((int(rank), docid, float(score)))
+    for _, (qid, _, docid, rank, score, _) in trec_rows(path, "qid Q0 docid rank score tag"):
+        rows.setdefault(qid, []).append((int(rank), docid, float(score)))
     return {qid: [(d, s) for _, d, s in sorted(items)] for qid, items in rows.items()}

@@ -12,13 +12,14 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from service.agents.base import REWRITING_AGENTS, Mode, Rewrite
+from service.config import LlmSettings
 from service.corpus.model import Filters, Hit, LegalDoc, Provenance
 from service.errors import InvalidInput
 from service.llm.budget import CallBudget
@@ -146,6 +147,8 @@ class AgenticState:
     docs: dict[str, LegalDoc] = field(default_factory=dict, repr=False, compare=False)
     resources: Any = field(default=None, repr=False, compare=False)
     order: list[str] | None = field(default=None, repr=False, compare=False)
+    term_weights: dict[str, float] | None = field(default=None, repr=False, compare=False)
+    """A long question's BM25 term weights ({} for a short question; None until computed)."""
 
     def search_request(self) -> SearchRequest:
         r = self.request
@@ -155,6 +158,23 @@ class AgenticState:
 
     def add_time(self, stage: str, ms: float) -> None:
         self.timings[stage] = round(self.timings.get(stage, 0.0) + ms, 3)
+
+    def llm_budget(self, settings: LlmSettings) -> CallBudget:
+        """The query's LLM budget: what the settings allow minus what the search used so far
+        (made once and then shared in-process; a resumed state rebuilds it from its counters)."""
+        if self.budget is None:
+            self.budget = CallBudget(max(0, settings.max_calls_per_query - self.llm_calls),
+                                     max(0, settings.max_tokens_per_query - self.llm_tokens))
+        return self.budget
+
+    def count_llm(self, traces: Sequence[dict[str, Any]]) -> None:
+        """Add LLM call summaries (``LlmOutcome.to_trace``) to the counters."""
+        for t in traces:
+            if not t:
+                continue
+            self.llm_calls += int(t.get("calls", 0))
+            self.llm_tokens += int(t.get("tokens", 0))
+            self.llm_fallbacks += 0 if t.get("ok") else 1
 
     def law_prediction(self) -> dict[str, float]:
         return {law: float(p) for law, p in self.law.get("laws", [])}

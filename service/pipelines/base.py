@@ -6,15 +6,18 @@ Celery job; only the entry point differs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from service.config import parse_flag
-from service.corpus.model import Filters, Hit
+from service.corpus.model import Filters, Hit, Query
+from service.embeddings.base import Embedder
 from service.errors import InvalidInput
+from service.retrieval.long_query import LongQuery
+from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights
 
 MAX_K = 1000
 
@@ -48,14 +51,33 @@ class SearchRequest:
         if not isinstance(self.query, str) or not self.query.strip():
             raise InvalidInput("the query is empty; ask a question in words", code="empty_query")
         if len(self.query) > max_chars:
-            raise InvalidInput(
-                f"the query has {len(self.query)} characters; the limit is {max_chars}. "
-                "Shorten it to the facts and the question.", code="query_too_long")
+            raise InvalidInput(too_long_message(len(self.query), max_chars), code="query_too_long")
         if not 1 <= self.k <= MAX_K:
             raise InvalidInput(f"k must be between 1 and {MAX_K}, got {self.k}")
         if not self.index:
             raise InvalidInput("no index given")
         return self
+
+
+def too_long_message(chars: int, max_chars: int) -> str:
+    """What a question over the length limit is told (questions are refused, never cut)."""
+    return (f"the query has {chars} characters; the limit is {max_chars} (retrieval.max_query_chars). "
+            "Nothing was searched: questions are never cut, so send the facts and the question within the limit.")
+
+
+def check_query_lengths(queries: Sequence[Query], max_chars: int) -> None:
+    """Refuse a question set holding a question over the limit, before any long work starts.
+
+    Raises:
+        InvalidInput: naming the longest offenders (code ``query_too_long``).
+    """
+    over = sorted(((len(q.text), q.qid) for q in queries if len(q.text) > max_chars), reverse=True)
+    if over:
+        named = ", ".join(f"{qid or '?'} ({chars} characters)" for chars, qid in over[:5])
+        more = f" and {len(over) - 5} more" if len(over) > 5 else ""
+        raise InvalidInput(f"{len(over)} question(s) exceed the limit of {max_chars} characters "
+                           f"(retrieval.max_query_chars): {named}{more}. Questions are never cut; raise the "
+                           "limit (LEXSEARCH_RETRIEVAL_MAX_QUERY_CHARS) or shorten them.", code="query_too_long")
 
 
 @dataclass
@@ -75,6 +97,19 @@ class SearchResponse:
         return self.hits if self.returned is None else self.hits[: self.returned]
 
 
+@dataclass(frozen=True)
+class IndexRetrieval:
+    """What searching one index takes besides the backend: the embedder the index was built with,
+    and the weights of its hybrid fusion (see :mod:`service.retrieval.weights`)."""
+
+    embedder: Embedder
+    weights: FusionWeights = DEFAULT_WEIGHTS
+
+
+RetrievalOf = Callable[[str], IndexRetrieval]
+"""Index name -> :class:`IndexRetrieval` (:meth:`Runtime.retrieval <service.pipelines.build.Runtime.retrieval>`)."""
+
+
 @dataclass
 class Probe:
     """The result of one side-by-side BM25 + kNN call (``vector``: the query embedding, when made)."""
@@ -82,6 +117,12 @@ class Probe:
     bm25: list[Hit]
     knn: list[Hit]
     vector: np.ndarray | None
+    weights: FusionWeights = DEFAULT_WEIGHTS
+    """The fusion weights of the index searched (:mod:`service.retrieval.weights`)."""
+    term_weights: dict[str, float] | None = None
+    """The BM25 term weights of a long question (``None``: BM25 analysed the question's text)."""
+    long_query: LongQuery | None = None
+    """A long question read as passages and question proper (:mod:`service.retrieval.long_query`)."""
 
 
 @runtime_checkable

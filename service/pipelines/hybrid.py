@@ -1,65 +1,140 @@
 """Single-pass retrieval pipelines: BM25 only, dense only, and hybrid fusion of both.
 
 The hybrid pipeline's :meth:`HybridPipeline.probe` (BM25 and kNN side by side) is also the first
-step of the routed and agentic pipelines.
+step of the routed and agentic pipelines. A question longer than ``retrieval.long_query_chars`` is
+read as passages and its question proper (:mod:`service.retrieval.long_query`): BM25 gets its
+weighted key terms, kNN the combined passage vector.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from service.backends.base import SearchBackend
+import numpy as np
+
+from service.analysis.language import detect_language
+from service.backends.base import NativeFusion, SearchBackend
 from service.config import RetrievalSettings
 from service.corpus.model import Filters, Hit
 from service.embeddings.base import Embedder
-from service.pipelines.base import Probe, SearchRequest, SearchResponse
-from service.retrieval import fusion
+from service.errors import ConfigError
+from service.pipelines.base import IndexRetrieval, Probe, RetrievalOf, SearchRequest, SearchResponse
+from service.retrieval.long_query import LongQuery, bm25_idf, read_long_query
+from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights, fuse
 from service.tracing import Stopwatch
 
 if TYPE_CHECKING:
     from service.pipelines.build import Runtime
 
 
+def retrieval_of(retrieval: RetrievalOf | Embedder, settings: RetrievalSettings) -> RetrievalOf:
+    """``retrieval`` itself, or for one embedder: that embedder on every index, with the weights of
+    ``settings`` (or 0.5/0.5)."""
+    if not isinstance(retrieval, Embedder):
+        return retrieval
+    fixed = IndexRetrieval(retrieval, FusionWeights.from_settings(settings) or DEFAULT_WEIGHTS)
+    return lambda _index: fixed
+
+
 class HybridPipeline:
     """BM25 and kNN over the same index, fused client-side (RRF or linear), identical on every backend.
 
-    ``mode`` is ``bm25``, ``dense`` or ``hybrid``.
+    ``mode`` is ``bm25``, ``dense`` or ``hybrid``. ``retrieval`` gives each index's embedder and fusion
+    weights (:func:`retrieval_of`: or one embedder for every index). With ``native``
+    (``engine.fusion = engine``), the ``hybrid`` mode lets that backend fuse the two lists in one
+    request instead; :meth:`probe` (the separate lists, used by the routed and agentic pipelines) is
+    the same either way.
 
     Example::
 
-        pipe = HybridPipeline(backend, embedder, RetrievalSettings(), mode="hybrid")
+        pipe = HybridPipeline(backend, runtime.retrieval, RetrievalSettings(), mode="hybrid")
         pipe.run(SearchRequest("Kaution zurückfordern", index="swiss", k=10)).hits
     """
 
-    def __init__(self, backend: SearchBackend, embedder: Embedder, settings: RetrievalSettings,
-                 *, mode: str = "hybrid") -> None:
+    def __init__(self, backend: SearchBackend, retrieval: RetrievalOf | Embedder, settings: RetrievalSettings,
+                 *, mode: str = "hybrid", native: NativeFusion | None = None) -> None:
         if mode not in ("bm25", "dense", "hybrid"):
             raise ValueError(f"unknown retrieval mode {mode!r}")
         self.backend = backend
-        self.embedder = embedder
+        self.retrieval = retrieval_of(retrieval, settings)
         self.settings = settings
         self.mode = mode
         self.name = mode
+        self.native = native if mode == "hybrid" else None
 
     @classmethod
     def from_runtime(cls, runtime: Runtime, *, name: str, mode: str) -> HybridPipeline:
-        """The pipeline of :data:`service.plugins.PIPELINES` entry ``name``, on the runtime's backend and embedder."""
-        return cls(runtime.backend, runtime.embedder, runtime.settings.retrieval, mode=mode)
+        """The pipeline of :data:`service.plugins.PIPELINES` entry ``name``, on the runtime's backend and the
+        embedders and fusion weights of its indices."""
+        return cls(runtime.backend, runtime.retrieval, runtime.settings.retrieval, mode=mode,
+                   native=native_fusion(runtime) if mode == "hybrid" else None)
+
+    def long_query(self, query: str) -> LongQuery | None:
+        """The question read as passages and question proper when it is long, else ``None``."""
+        limit = self.settings.long_query_chars
+        return read_long_query(query) if limit and len(query) > limit else None
+
+    def query_vector(self, query: str, index: str) -> np.ndarray:
+        """The question's embedding as the probe makes it for ``index`` (long questions: the passage mean)."""
+        embedder = self.retrieval(index).embedder
+        long = self.long_query(query)
+        return long.vector(embedder) if long is not None else embedder.embed_queries([query])[0]
 
     def probe(self, query: str, index: str, *, k: int, filters: Filters | None, lang: str,
               watch: Stopwatch) -> Probe:
         """Run the retrievers this mode needs, with ``k`` hits each."""
-        vector = None
-        if self.mode != "bm25":
-            with watch.stage("embed"):
-                vector = self.embedder.embed_queries([query])[0]
-        with watch.stage("retrieve"):
-            if self.mode == "bm25":
+        long = self.long_query(query)
+        if long is not None:
+            return self._probe_long(long, index, k=k, filters=filters, lang=lang, watch=watch)
+        if self.mode == "bm25":
+            with watch.stage("retrieve"):
                 return Probe(self.backend.bm25(index, query, k=k, filters=filters, lang=lang), [], None)
+        retrieval = self.retrieval(index)
+        with watch.stage("embed"):
+            vector = retrieval.embedder.embed_queries([query])[0]
+        with watch.stage("retrieve"):
             if self.mode == "dense":
-                return Probe([], self.backend.knn(index, vector, k=k, filters=filters), vector)
+                return Probe([], self.backend.knn(index, vector, k=k, filters=filters), vector, retrieval.weights)
             bm25_hits, knn_hits = self.backend.probe(index, query, vector, k=k, filters=filters, lang=lang)
-        return Probe(bm25_hits, knn_hits, vector)
+        return Probe(bm25_hits, knn_hits, vector, retrieval.weights)
+
+    def _probe_long(self, long: LongQuery, index: str, *, k: int, filters: Filters | None, lang: str,
+                    watch: Stopwatch) -> Probe:
+        """The probe of a long question: key-term BM25 and the passage-mean vector."""
+        vector = None
+        weights = DEFAULT_WEIGHTS
+        if self.mode != "bm25":
+            retrieval = self.retrieval(index)
+            weights = retrieval.weights
+            with watch.stage("embed"):
+                vector = long.vector(retrieval.embedder)
+        terms = None
+        bm25_hits: list[Hit] = []
+        knn_hits: list[Hit] = []
+        with watch.stage("retrieve"):
+            if self.mode != "dense":
+                terms = self.long_weights(long, index, lang)
+                bm25_hits = self.backend.bm25_terms(index, terms, k=k, filters=filters)
+            if vector is not None:
+                knn_hits = self.backend.knn(index, vector, k=k, filters=filters)
+        return Probe(bm25_hits, knn_hits, vector, weights, terms, long)
+
+    def bm25(self, query: str, index: str, *, k: int, filters: Filters | None, lang: str) -> list[Hit]:
+        """BM25 of the question as the probe runs it (long questions: their weighted key terms)."""
+        long = self.long_query(query)
+        if long is None:
+            return self.backend.bm25(index, query, k=k, filters=filters, lang=lang)
+        return self.backend.bm25_terms(index, self.long_weights(long, index, lang), k=k, filters=filters)
+
+    def long_weights(self, long: LongQuery, index: str, lang: str) -> dict[str, float]:
+        """BM25 weights of a long question, capped by tf-idf where the backend knows document frequencies."""
+        doc_freqs = getattr(self.backend, "doc_freqs", None)
+        idf = None
+        if callable(doc_freqs):
+            def idf(terms: list[str]) -> dict[str, float]:
+                return bm25_idf(doc_freqs(index, terms), self.backend.count(index))
+
+        return long.term_weights(lang or detect_language(long.text), idf)
 
     def fuse(self, probe: Probe) -> list[Hit]:
         """One ranking from the probe, by the configured fusion."""
@@ -67,16 +142,17 @@ class HybridPipeline:
             return probe.bm25
         if self.mode == "dense":
             return probe.knn
-        lists = {"bm25": probe.bm25, "knn": probe.knn}
-        weights = {"bm25": self.settings.bm25_weight, "knn": self.settings.knn_weight}
-        if self.settings.fusion == "rrf":
-            return fusion.rrf(lists, k=self.settings.rrf_k, weights=weights)
-        return fusion.linear(lists, weights=weights, normalization=self.settings.normalization)
+        return fuse(probe.bm25, probe.knn, probe.weights.as_mapping(), self.settings)
 
     def run(self, request: SearchRequest) -> SearchResponse:
         request = request.validated(self.settings.max_query_chars)
         watch = Stopwatch()
         depth = max(request.k, self.settings.depth)
+        if self.native is not None and self.long_query(request.query) is None:
+            # long questions are read as weighted key terms and a passage mean: the engine's query cannot
+            fused = self._run_native(request, depth, watch)
+            if fused is not None:
+                return fused
         probe = self.probe(request.query, request.index, k=depth, filters=request.filters,
                            lang=request.lang, watch=watch)
         return self._answer(request, probe, watch)
@@ -90,4 +166,40 @@ class HybridPipeline:
             hits = self.fuse(probe)[: request.k]
         trace = {"pipeline": self.name, "timings_ms": watch.to_dict(),
                  "candidates": {"bm25": len(probe.bm25), "knn": len(probe.knn)}}
+        if self.mode == "hybrid":
+            trace["fusion_weights"] = probe.weights.to_dict()
+        if probe.long_query is not None:
+            trace["long_query"] = probe.long_query.to_trace()
         return SearchResponse(hits=hits, trace=trace)
+
+    def _run_native(self, request: SearchRequest, depth: int, watch: Stopwatch) -> SearchResponse | None:
+        """Hybrid search fused by the backend (``depth`` hits from each retriever, as in :meth:`probe`);
+        None when the engine cannot apply this index's fusion (RRF with unequal weights: the client fuses)."""
+        assert self.native is not None
+        retrieval = self.retrieval(request.index)
+        weights = retrieval.weights
+        if self.settings.fusion == "rrf" and weights.bm25 != weights.knn:
+            return None  # OpenSearch 2.19's RRF takes no weights
+        with watch.stage("embed"):
+            vector = retrieval.embedder.embed_queries([request.query])[0]
+        with watch.stage("retrieve"):
+            hits = self.native.hybrid(request.index, request.query, vector, k=depth, fusion=self.settings,
+                                      weights=weights.as_mapping(), filters=request.filters,
+                                      lang=request.lang)[: request.k]
+        trace = {"pipeline": self.name, "timings_ms": watch.to_dict(), "fusion": "engine",
+                 "fusion_weights": weights.to_dict(), "candidates": {"fused": len(hits)}}
+        return SearchResponse(hits=hits, trace=trace)
+
+
+def native_fusion(runtime: Runtime) -> NativeFusion | None:
+    """The runtime's backend, when ``engine.fusion = engine`` asks it to fuse hybrid searches itself.
+
+    Raises:
+        ConfigError: when that backend cannot (the settings check refuses it earlier).
+    """
+    if runtime.settings.engine.fusion != "engine":
+        return None
+    backend = runtime.backend
+    if not isinstance(backend, NativeFusion):
+        raise ConfigError(f"engine.fusion=engine: the {runtime.settings.backend.kind} backend cannot fuse natively")
+    return backend

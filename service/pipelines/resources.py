@@ -43,7 +43,9 @@ class IndexResources:
         with _LOCK:  # one build per index, even when several requests arrive at once
             cached = _CACHE.get(key)
             if cached is None or cached.documents != count:
-                graph = CorpusGraph.build(backend.scan(index))
+                # One node per work: the other versions of an article (its translations) are not
+                # articles of their own, and search names every hit by its work.
+                graph = CorpusGraph.build(doc for doc in backend.scan(index) if doc.work == doc.id)
                 try:
                     languages: Sequence[str] = backend.stats(index).languages
                 except Exception:  # stats are a nicety; language detection then considers every language

@@ -33,13 +33,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from service.backends.base import SearchBackend
 from service.config import Settings
 from service.corpus.model import Hit
 from service.errors import InvalidInput
+from service.llm.budget import CallBudget
 from service.pipelines.base import (
     Pipeline,
     Probe,
@@ -111,23 +113,29 @@ class RoutedPipeline:
     """Complexity-aware routing over the registered pipelines (see the module docstring).
 
     Args:
-        runtime: gives the backend, the embedder and the tier pipelines by name.
         settings: the settings (``routing``, ``retrieval``, ``llm``).
+        backend: holds the index's routing calibration.
+        pipelines: the tier pipelines by name (the runtime's).
         llm: the client for LLM-rated complexity dimensions (``None`` = offline counts).
         law_count: the law classifier's count of predicted laws (``None`` = no trained model).
+        model_routing: the routing calibration stored with the trained models (``None`` = none), read
+            again when the cached parameters expire.
 
     Example::
 
-        pipe = RoutedPipeline(runtime, runtime.settings)
+        pipe = RoutedPipeline.from_runtime(runtime)
         pipe.run(SearchRequest("Mein Vermieter gibt die Kaution nicht zurück", index="swiss")).trace["routing"]
     """
 
     name = "routed"
 
-    def __init__(self, runtime: Runtime, settings: Settings, *, llm: LlmClient | None = None,
-                 law_count: LawCounter | None = None) -> None:
-        self.runtime = runtime
+    def __init__(self, settings: Settings, *, backend: SearchBackend, pipelines: Callable[[str], Pipeline],
+                 llm: LlmClient | None = None, law_count: LawCounter | None = None,
+                 model_routing: Callable[[], Mapping[str, Any] | None] = lambda: None) -> None:
         self.settings = settings
+        self.backend = backend
+        self.pipelines = pipelines
+        self.model_routing = model_routing
         self.router = Router.from_settings(settings.routing, llm_enabled=settings.llm.enabled)
         self.estimator = ComplexityEstimator(llm=llm, law_count=law_count)
         self._params: dict[str, tuple[float, RoutingParams]] = {}
@@ -135,14 +143,13 @@ class RoutedPipeline:
 
     @classmethod
     def from_runtime(cls, runtime: Runtime, *, name: str = "routed") -> RoutedPipeline:
-        """Build from the runtime's settings: the LLM client when configured, the law classifier when trained."""
+        """The pipeline with the runtime's collaborators: its tier pipelines, its LLM client when
+        ``routing.llm_complexity`` is on, the law classifier and the routing calibration of its
+        trained models."""
         settings = runtime.settings
-        llm = None
-        if settings.llm.enabled and settings.routing.llm_complexity:
-            from service.llm.client import LlmClient
-
-            llm = LlmClient(settings.llm)
-        return cls(runtime, settings, llm=llm, law_count=_law_counter(settings))
+        return cls(settings, backend=runtime.backend, pipelines=runtime.pipeline,
+                   llm=runtime.llm_client() if settings.routing.llm_complexity else None,
+                   law_count=runtime.law_counter(), model_routing=runtime.model_routing)
 
     # ----- parameters ----------------------------------------------------------------------------
 
@@ -155,8 +162,7 @@ class RoutedPipeline:
             cached = self._params.get(index)
             if cached is not None and now - cached[0] < ttl:
                 return cached[1]
-        params = RoutingParams.resolve(self.settings.routing, self.runtime.backend.metadata(index),
-                                       _model_calibration(self.settings))
+        params = RoutingParams.resolve(self.settings.routing, self.backend.metadata(index), self.model_routing())
         with self._lock:
             self._params[index] = (now, params)
         return params
@@ -173,7 +179,7 @@ class RoutedPipeline:
 
     @property
     def hybrid(self) -> HybridPipeline:
-        pipe = self.runtime.pipeline(FALLBACK_PIPELINE)
+        pipe = self.pipelines(FALLBACK_PIPELINE)
         assert isinstance(pipe, HybridPipeline)
         return pipe
 
@@ -200,7 +206,7 @@ class RoutedPipeline:
                             lang=request.lang, explain=request.explain, qid=request.qid, options=options)
         fallback = None
         try:
-            pipe: Pipeline = self.runtime.pipeline(strategy.pipeline)
+            pipe: Pipeline = self.pipelines(strategy.pipeline)
         except InvalidInput as exc:
             if exc.code != "unknown_pipeline":
                 raise
@@ -267,30 +273,9 @@ class RoutedPipeline:
             "candidates": {"bm25": len(probe.bm25), "knn": len(probe.knn)},
             "strategy_trace": outcome.trace,
         }
+        if probe.long_query is not None:
+            trace["long_query"] = probe.long_query.to_trace()
         return SearchResponse(hits=hits, trace=trace, returned=min(cut.returned, len(hits)))
 
-    def _budget(self) -> Any:
-        if self.estimator.llm is None:
-            return None
-        from service.llm.budget import CallBudget
-
-        return CallBudget.from_settings(self.settings.llm)
-
-
-def _model_calibration(settings: Settings) -> dict[str, Any] | None:
-    """The routing calibration stored with the configured model folder, if any."""
-    if not settings.index.model_dir:
-        return None
-    from service.models import stored_routing
-
-    return stored_routing(settings.index.model_dir)
-
-
-def _law_counter(settings: Settings) -> LawCounter | None:
-    """The law classifier's count of predicted laws when a model folder is configured (loaded on first use)."""
-    if not settings.index.model_dir:
-        return None
-    from service.routing.laws import ClassifierLawCounter
-
-    return ClassifierLawCounter(settings.index.model_dir, compile_trees=settings.agents.compiled_trees)
-
+    def _budget(self) -> CallBudget | None:
+        return None if self.estimator.llm is None else CallBudget.from_settings(self.settings.llm)

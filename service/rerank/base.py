@@ -12,16 +12,18 @@ Example::
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from service.corpus.model import Hit, LegalDoc, Query
+from service.plugins import RERANKERS, resolve_reranker
 
 if TYPE_CHECKING:
     from service.llm.budget import CallBudget
+    from service.llm.client import LlmClient
 
 
 @dataclass
@@ -47,12 +49,64 @@ class RerankContext:
 
 @runtime_checkable
 class Reranker(Protocol):
-    """Reorders hits; returns at most ``k`` of them, each input id at most once."""
+    """Reorders hits; returns at most ``k`` of them, each input id at most once.
+
+    Implementations are named in :data:`service.plugins.RERANKERS` and built with
+    ``Class.from_parts(parts)`` (see :func:`choose_reranker`). Two flags declare what the pipeline
+    must put into the :class:`RerankContext`:
+
+    Attributes:
+        name: the label of its scores and ranks on the hits (and in the trace).
+        uses_features: scores the rows of ``context.features``; needs no fallback order.
+        reads_documents: reorders the best of ``context.fallback`` by their texts (``context.docs``),
+            so the pipeline hands it the best order it has and the documents of its top.
+    """
 
     name: str
+    uses_features: bool
+    reads_documents: bool
 
     def rerank(self, query: Query, hits: Sequence[Hit], *, k: int, context: RerankContext | None = None) -> list[Hit]:
         """The ``k`` best of ``hits`` by this reranker, with ``scores[name]`` and ``ranks[name]`` set."""
+
+
+@dataclass
+class RerankerParts:
+    """What rerankers are built from (``Class.from_parts``), supplied by the runtime and the pipeline.
+
+    Attributes:
+        learned: the trained model the pipeline prefers (``None`` without a model folder).
+        llm: the LLM client (``None`` offline).
+        llm_candidates: candidates shown to the LLM reranker.
+        cross_encoder: the runtime's cross-encoder (raises ``ConfigError`` when none is configured).
+    """
+
+    learned: Reranker | None = None
+    llm: LlmClient | None = None
+    llm_candidates: int = 20
+    cross_encoder: Callable[[], Reranker] | None = None
+
+
+def choose_reranker(wanted: str, parts: RerankerParts) -> tuple[Reranker, str]:
+    """The reranker of :data:`~service.plugins.RERANKERS` called ``wanted`` (``auto`` resolved), or, when
+    its parts are missing, the one its entry falls back to; with a note saying why (else '').
+
+    Example::
+
+        choose_reranker("llm", RerankerParts(learned=None))   # (PoolOrderReranker, 'no LLM configured; ...')
+
+    Raises:
+        ConfigError: for ``cross-encoder`` without a configured model folder.
+    """
+    name = resolve_reranker(wanted, llm_enabled=parts.llm is not None)
+    notes: list[str] = []
+    while True:
+        plugin = RERANKERS.entry(name)
+        reranker = plugin.load().from_parts(parts)
+        if reranker is not None:
+            return reranker, "; ".join(notes)
+        notes.append(plugin.options["unavailable"])
+        name = plugin.options["fallback"]
 
 
 def ordered(hits: Sequence[Hit], scores: Sequence[float], label: str, k: int) -> list[Hit]:
@@ -91,6 +145,12 @@ class PoolOrderReranker:
     """
 
     name = "none"
+    uses_features = False
+    reads_documents = False
+
+    @classmethod
+    def from_parts(cls, parts: RerankerParts) -> PoolOrderReranker:
+        return cls()
 
     def rerank(self, query: Query, hits: Sequence[Hit], *, k: int, context: RerankContext | None = None) -> list[Hit]:
         ids = context.fallback if context is not None and context.fallback else [h.doc_id for h in hits]

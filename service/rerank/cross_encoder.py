@@ -23,7 +23,7 @@ import numpy as np
 from service.corpus.model import Hit, Query
 from service.corpus.views import embedding_text
 from service.errors import ConfigError
-from service.rerank.base import RerankContext, in_order
+from service.rerank.base import RerankContext, Reranker, RerankerParts, in_order
 
 CANDIDATES = 50
 
@@ -41,6 +41,20 @@ class CrossEncoderReranker:
     """
 
     name = "cross-encoder"
+    uses_features = False
+    reads_documents = True
+
+    @classmethod
+    def from_parts(cls, parts: RerankerParts) -> Reranker:
+        """The runtime's cross-encoder (one per model folder and process).
+
+        Raises:
+            ConfigError: when no cross-encoder folder is configured.
+        """
+        if parts.cross_encoder is None:
+            raise ConfigError("reranker cross-encoder needs agents.cross_encoder_path "
+                              "(LEXSEARCH_AGENTS_CROSS_ENCODER_PATH), a local CrossEncoder folder")
+        return parts.cross_encoder()
 
     def __init__(self, path: str, *, candidates: int = CANDIDATES, max_length: int = 256) -> None:
         self.path = path

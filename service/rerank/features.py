@@ -3,11 +3,13 @@
 One row per candidate. The columns (:data:`FEATURE_NAMES`) come from:
 
 - the first retrieval of the question: BM25 and kNN scores (raw, per-query z-score, rank) and the
-  fused hybrid rank (``hit.scores``/``hit.ranks`` keys ``bm25``, ``knn``, ``hybrid``, ``prefilter``);
+  fused hybrid rank (``hit.scores``/``hit.ranks`` keys ``bm25``, ``knn``, ``hybrid``, ``prefilter``),
+  and whether the question cites the article itself (``cited``: "Art. 725 Abs. 2 OR");
 - the agents: how many agents, rounds and rewrites found it, at what best rank, and which agents
   (``hit.provenance`` entries with ``round >= 1``), and each agent's z-scored retrieval score of it
   (``hit.scores["agent:<name>"]``, also for candidates that were already in the pool);
-- citation links to the best pool members and neighbourhood in the law (:class:`CorpusGraph`);
+- citation links to the best pool members, neighbourhood in the law, and the share of the first
+  retrieval's best ten that sit under the same headings (:class:`CorpusGraph`);
 - priors learned on training questions: predicted-law and section probability, the article's gold
   frequency, and the votes of similar training questions;
 - the article itself: relative position in its law, number, law size, length.
@@ -44,9 +46,9 @@ FEATURE_NAMES: tuple[str, ...] = (
     "law_logp", "law_rank", "section_logp", "law_prior_log",
     "n_agents", "n_rounds", "n_rewrites", "best_agent_rank_log", "agent_rrf",
     *(f"agent_{a}" for a in AGENT_COLUMNS), *(f"agent_{a}_z" for a in AGENT_COLUMNS), "agent_z_max",
-    "cites_top", "cited_by_top", "neighbour_of_top", "same_law_top10",
+    "cites_top", "cited_by_top", "neighbour_of_top", "same_law_top10", "same_heading_top10",
     "article_position", "article_number_log", "law_size_log", "doc_length_log",
-    "query_terms", "law_top_p", "memory_top_sim",
+    "query_terms", "law_top_p", "memory_top_sim", "cited_in_question",
 )
 """Column names, in order. Changing them invalidates trained rerankers (their manifest keeps the list)."""
 
@@ -107,6 +109,7 @@ class DocumentColumns:
 
     law: str
     block: str | None
+    heading: str
     known: bool
     columns: tuple[int, ...]
     """Where :attr:`values` go in the row (one of a few shared tuples)."""
@@ -145,7 +148,8 @@ class StaticColumns:
             values += (info.position / max(1, info.law_size - 1), math.log1p(info.number),
                        math.log1p(info.law_size), math.log1p(info.length))
         columns = _FIXED_COLUMNS[(self.prior is not None, info is not None)]
-        row = DocumentColumns(law, info.block if info else None, info is not None, columns, values)
+        row = DocumentColumns(law, info.block if info else None, info.heading if info else "", info is not None,
+                              columns, values)
         with self._lock:
             self._rows[doc_id] = row
         return row
@@ -179,6 +183,8 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext) -> np.ndarray:
     first_pass = sorted((h for h in hits if "hybrid" in h.ranks), key=lambda h: h.ranks["hybrid"])
     top_ids = [h.doc_id for h in first_pass[:TOP_LINKS]]
     top_laws = [graph.law_of(d) for d in top_ids] if graph is not None else []
+    top_headings = Counter(info.heading for info in (graph.info(d) for d in top_ids) if info and info.heading) \
+        if graph is not None else Counter()
     near_top: set[str] = set()
     # Link counts to the top candidates, looked up per candidate: links are unique per pair, so
     # "d cites k top candidates" is "d is cited by k of them" read from the other side.
@@ -223,6 +229,8 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext) -> np.ndarray:
         if knn_rank is not None:
             rrf += 1.0 / (60 + knn_rank)
         row[col["rrf"]] = rrf
+        if "cited" in ranks:
+            row[col["cited_in_question"]] = 1.0
         prefilter_rank = ranks.get("prefilter")
         row[col["prefilter_rank_log"]] = log(prefilter_rank) if prefilter_rank is not None else missing_rank
         vote = memory.get(d)
@@ -250,6 +258,8 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext) -> np.ndarray:
             row[col["cited_by_top"]] = cited_by_top[d]
             row[col["neighbour_of_top"]] = 1.0 if d in near_top else 0.0
             row[col["same_law_top10"]] = top_law_share.get(law, 0.0)
+            if top_headings and doc.heading:
+                row[col["same_heading_top10"]] = top_headings[doc.heading] / len(top_ids)
     return np.asarray(rows, dtype=np.float32)
 
 

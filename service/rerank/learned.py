@@ -20,7 +20,7 @@ import numpy as np
 
 from service.corpus.model import Hit, Query
 from service.errors import ConfigError
-from service.rerank.base import RerankContext, in_order, ordered
+from service.rerank.base import RerankContext, Reranker, RerankerParts, in_order, ordered
 from service.rerank.compiled import TreeScorer
 
 PARAMS: dict[str, Any] = {
@@ -53,12 +53,20 @@ class LearnedReranker:
         label: the key under which scores and ranks are recorded on hits.
     """
 
+    uses_features = True
+    reads_documents = False
+
     def __init__(self, booster: Any, feature_names: Sequence[str], *, label: str = "learned",
                  scorer: TreeScorer | None = None) -> None:
         self.booster = booster
         self.feature_names = list(feature_names)
         self.name = label
         self.scorer = scorer or TreeScorer(booster)
+
+    @classmethod
+    def from_parts(cls, parts: RerankerParts) -> Reranker | None:
+        """The pipeline's trained model (``None`` without a model folder)."""
+        return parts.learned
 
     @classmethod
     def fit(cls, features: np.ndarray, labels: np.ndarray, groups: Sequence[int], feature_names: Sequence[str], *,

@@ -23,7 +23,7 @@ from service.llm.budget import CallBudget
 from service.llm.client import LlmClient
 from service.llm.prompt import quote_documents
 from service.llm.schemas import OUTPUT_SCHEMAS
-from service.rerank.base import RerankContext, in_order
+from service.rerank.base import RerankContext, RerankerParts, in_order
 
 MAX_CANDIDATES = 20
 TEXT_CHARS = 600
@@ -45,10 +45,17 @@ class LlmReranker:
     """Reorders the best ``candidates`` of the fallback order with the LLM."""
 
     name = "llm"
+    uses_features = False
+    reads_documents = True
 
     def __init__(self, client: LlmClient, *, candidates: int = MAX_CANDIDATES) -> None:
         self.client = client
         self.candidates = min(candidates, MAX_CANDIDATES)
+
+    @classmethod
+    def from_parts(cls, parts: RerankerParts) -> LlmReranker | None:
+        """The LLM reranker on the runtime's client (``None`` offline)."""
+        return cls(parts.llm, candidates=parts.llm_candidates) if parts.llm is not None else None
 
     def rerank(self, query: Query, hits: Sequence[Hit], *, k: int, context: RerankContext | None = None) -> list[Hit]:
         context = context or RerankContext()

@@ -9,7 +9,8 @@ explicit citations and the number of questions only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ def laws_covering(probabilities: Sequence[float], *, mass: float = MASS, cap: in
 
 
 class ClassifierLawCounter:
-    """``(question, lang, vector) -> count`` over the law classifier in a model folder, loaded on first use.
+    """``(question, lang, vector) -> count`` over the law classifier of the trained models.
 
     For a corpus with a single law (GerLayQA: only the BGB) the classifier's sections (blocks of
     consecutive articles) are counted instead, so the count still says how spread the question is.
@@ -45,13 +46,16 @@ class ClassifierLawCounter:
 
     Example::
 
-        count = ClassifierLawCounter("models/stard")
+        count = ClassifierLawCounter(runtime.models)
         count("公司辞退我不给补偿，还拖欠工资怎么办？", "zh", None)   # e.g. 2
+
+    Args:
+        models: gives the trained models (a ``service.models.TrainedModels``, or ``None``), the
+            runtime's, so the folder is loaded once for every pipeline.
     """
 
-    def __init__(self, model_dir: str, *, compile_trees: bool = True) -> None:
-        self.model_dir = model_dir
-        self.compile_trees = compile_trees  # as the agentic pipelines load them, so the folder is loaded once
+    def __init__(self, models: Callable[[], Any]) -> None:
+        self.models = models
 
     def __call__(self, question: str, lang: str, vector: np.ndarray | None) -> int | None:
         """The count for one question.
@@ -59,9 +63,7 @@ class ClassifierLawCounter:
         Raises:
             ConfigError: when the model folder holds no readable models.
         """
-        from service.models import load_models
-
-        models = load_models(self.model_dir, compile_trees=self.compile_trees)  # cached per process
+        models = self.models()
         classifier = models.law_classifier if models is not None else None
         if classifier is None:
             return None

@@ -9,7 +9,8 @@ questions; ``lexsearch calibrate`` runs it on a held-out split.
 Example::
 
     pipe = runtime.pipeline("routed")
-    data = collect_fit_data(pipe, dataset.queries("cal_hold"), dataset.qrels("cal_hold"), index="stard")
+    data = collect_fit_data(pipe, dataset.queries("cal_hold"), dataset.qrels("cal_hold"), index="stard",
+                            forget_caches=runtime.forget_query_caches)
     data.recall.shape        # (tiers, questions)
 """
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -35,18 +36,19 @@ if TYPE_CHECKING:
 
 
 def collect_fit_data(pipe: RoutedPipeline, queries: Sequence[Query], qrels: Mapping[str, set[str]], *, index: str,
-                     progress: bool | tqdm = False) -> FitData:
+                     forget_caches: Callable[[], None], progress: bool | tqdm = False) -> FitData:
     """Measure, for each query, both complexity parts and every tier's Recall@10, ranking and latency.
 
-    Each tier's strategy runs as a served search with that tier forced (probe, strategy and cut;
-    tiers with the same pipeline and options run once and share the result), from cold query
-    caches, so no tier reuses what another one embedded or predicted. The tiers run in an order
-    that rotates from query to query, as in the benchmarks: a search leaves the operating system's
-    and the CPU's caches warm for the next search of the same question, and a fixed order would
-    hand that advantage to the same tier every time. A tier's latency is its forced search plus the
-    complexity estimate, timed once per query after a probe of its own (a served search estimates
-    between its probe and its strategy). The reference, "always the top tier", is the top tier's
-    forced search: no complexity estimate.
+    ``forget_caches`` is the pipeline's runtime's
+    :meth:`~service.pipelines.build.Runtime.forget_query_caches`. Each tier's strategy runs as a
+    served search with that tier forced (probe, strategy and cut; tiers with the same pipeline and
+    options run once and share the result), from cold query caches, so no tier reuses what another
+    one embedded or predicted. The tiers run in an order that rotates from query to query, as in
+    the benchmarks: a search leaves the operating system's and the CPU's caches warm for the next
+    search of the same question, and a fixed order would hand that advantage to the same tier every
+    time. A tier's latency is its forced search plus the complexity estimate, timed once per query
+    after a probe of its own (a served search estimates between its probe and its strategy). The
+    reference, "always the top tier", is the top tier's forced search: no complexity estimate.
 
     ``progress``: show a bar of its own (``True``), or advance the given bar by one per query.
     """
@@ -68,14 +70,12 @@ def collect_fit_data(pipe: RoutedPipeline, queries: Sequence[Query], qrels: Mapp
     rankings: list[list[list[tuple[str, float]]]] = [[] for _ in range(tiers)]
     relevant = []
     params = pipe.params(index)
-    max_chars = pipe.settings.retrieval.max_query_chars
 
     def request_for(query: Query, qid: str = "") -> SearchRequest:
-        return SearchRequest(query=query.text[:max_chars], index=index, k=max(10, params.cut_depth),
-                             lang=query.lang, qid=qid)
+        return SearchRequest(query=query.text, index=index, k=max(10, params.cut_depth), lang=query.lang, qid=qid)
 
     def forced(request: SearchRequest, tier: int) -> tuple[list[tuple[str, float]], float]:
-        pipe.runtime.forget_query_caches()
+        forget_caches()
         begin = time.perf_counter()
         response = pipe.run(replace(request, options={"tier": tier}))
         ms = (time.perf_counter() - begin) * 1000.0
@@ -88,7 +88,7 @@ def collect_fit_data(pipe: RoutedPipeline, queries: Sequence[Query], qrels: Mapp
         total=len(queries), desc="calibrate", unit="q", disable=not progress, leave=False)
     for i, query in enumerate(queries):
         request = request_for(query, query.qid)
-        pipe.runtime.forget_query_caches()
+        forget_caches()
         probe = pipe.probe(request, params, Stopwatch())
         begin = time.perf_counter()
         report = pipe.assess(request, probe, params, RoutedOptions())

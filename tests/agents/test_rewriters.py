@@ -86,6 +86,16 @@ def test_terminology_rewriter_combines_expansion_and_adapter() -> None:
     assert OfflineTerminologyRewriter(None, None).rewrite(Query("x"), evidence(["x"])).rewrites == []
 
 
+def test_lexical_rewrites_start_from_a_long_questions_weights() -> None:
+    mapping = TermMapping({"chef": [("arbeitgeb", 1.0)]})
+    short = OfflineTerminologyRewriter(mapping, None).rewrite(Query("Chef"), evidence(["chef"] * 3))
+    assert short.rewrites[0].terms["chef"] == 3.0
+    weighted = evidence(["chef"] * 3, query_weights={"chef": 2.1})
+    assert weighted.base_weights() == {"chef": 2.1}
+    long = OfflineTerminologyRewriter(mapping, None).rewrite(Query("Chef"), weighted)
+    assert long.rewrites[0].terms == {"chef": 2.1, "arbeitgeb": pytest.approx(0.6)}
+
+
 def test_conditions_feedback_terms_come_from_the_top_documents() -> None:
     docs = [LegalDoc(id="1", citation="§ 551 BGB", text="Mietsicherheit Kaution Mieter Mieter", lang="de"),
             LegalDoc(id="2", citation="§ 535 BGB", text="Mietvertrag Vermieter Mieter", lang="de")]

@@ -9,7 +9,8 @@ import requests
 
 from service.apikeys import ApiKeyStore
 from service.search_json import FILTER_KEYS
-from tests.support.service import ApiServer
+from tests.support.corpus import long_question
+from tests.support.service import ApiServer, settings_for
 
 pytestmark = pytest.mark.engine
 
@@ -167,7 +168,10 @@ def test_invalid_searches_are_400_with_the_path(api: ApiServer, mini_key: str, b
 def test_blank_and_overlong_queries_and_bad_bodies(api: ApiServer, mini_key: str) -> None:
     assert_error(post(api, "/v1/search", mini_key, {"query": "   "}), 400, "empty_query")
     limit = api.app.extensions["lexsearch"].settings.retrieval.max_query_chars
-    assert_error(post(api, "/v1/search", mini_key, {"query": "x" * (limit + 1)}), 400, "invalid_request")
+    assert limit == 50_000
+    error = assert_error(post(api, "/v1/search", mini_key, {"query": "x " * 30_000}), 400, "query_too_long")
+    assert "60000 characters, longer than the limit of 50000" in error["message"]
+    assert_error(post(api, "/v1/jobs", mini_key, {"query": "x " * 30_000}), 400, "query_too_long")
     auth = {"Authorization": f"Bearer {mini_key}"}
     raw = lambda data, ctype: requests.post(api.url + "/v1/search", data=data,  # noqa: E731
                                             headers={**auth, "Content-Type": ctype}, timeout=10)
@@ -238,3 +242,14 @@ def test_ingest_reports_rejected_documents(api: ApiServer, keys: ApiKeyStore) ->
                  "invalid_request")
     assert_error(post(api, "/v1/indices/mini-new/documents", writer, {"documents": ["not an object"]}), 400,
                  "invalid_request")
+
+
+def test_a_30000_character_question_is_answered_whole(api_overrides, mini_key: str) -> None:
+    # Embedding 30,000 characters takes about a second, more on a loaded machine: a budget that lets the
+    # answer come synchronously (with the module's 1.5 s it may come as a job, which test_jobs_e2e covers).
+    with ApiServer(settings_for({**api_overrides, "api": {**api_overrides["api"], "sync_budget_s": 60}})) as api:
+        question = long_question(30_000)
+        response = post(api, "/v1/search", mini_key, {"query": question, "k": 5})
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["query"] == question and body["hits"] and body["pipeline"] == "routed"

@@ -174,3 +174,97 @@ class BackendConformance:
 
         with pytest.raises(InvalidInput):
             backend.write(name, docs[:2], np.zeros((2, 3), dtype=np.float32))
+
+
+WORK_QUESTIONS = [
+    ("Mein Vermieter gibt die Kaution nicht zurück", "de", "OR-art257e-de"),
+    ("Le bailleur m’a donné mon congé sans raison. Puis-je contester la résiliation?", "fr", "OR-art271-de"),
+    ("Il mio cane ha morso un passante. Sono responsabile del danno?", "it", "OR-art56-de"),
+]
+WORK_PIPELINES = ["bm25", "dense", "hybrid", "hybrid+rerank", "agentic", "routed"]
+
+
+class WorkConformance:
+    """Versions of one work (an article in three languages) come back as one hit, on every backend.
+
+    Inherit and provide the ``works_index`` fixture: a ``(backend, index_name)`` holding the trilingual
+    fixture corpus (``trilingual_docs``), read-only.
+    """
+
+    @staticmethod
+    def _assert_one_hit_per_work(hits, docs: list[LegalDoc], label: str) -> None:
+        works = {d.id: d.work for d in docs}
+        ids = [h.doc_id for h in hits]
+        assert len(ids) == len(set(ids)), f"{label}: a work came back twice: {ids}"
+        assert all(works[i] == i for i in ids), f"{label}: a hit is not named by its work: {ids}"
+        assert [h.ranks[label] for h in hits] == list(range(1, len(hits) + 1))
+
+    def test_every_retriever_returns_one_hit_per_work(self, works_index, trilingual_docs, use_embedder) -> None:
+        backend, name = works_index
+        for question, lang, expected in WORK_QUESTIONS:
+            vector = use_embedder.embed_queries([question])[0]
+            bm25 = backend.bm25(name, question, k=10, lang=lang)
+            knn = backend.knn(name, vector, k=10)
+            probe_bm25, probe_knn = backend.probe(name, question, vector, k=10, lang=lang)
+            for hits, label in ((bm25, "bm25"), (knn, "knn"), (probe_bm25, "bm25"), (probe_knn, "knn")):
+                self._assert_one_hit_per_work(hits, trilingual_docs, label)
+            assert expected in [h.doc_id for h in knn[:3]], (question, [h.doc_id for h in knn])
+            # k works come back although each has three versions among the 66 documents
+            assert len(knn) == 10
+
+    def test_a_work_scores_as_its_best_matching_version(self, works_index, trilingual_docs, use_embedder) -> None:
+        backend, name = works_index
+        french = next(d for d in trilingual_docs if d.id == "OR-art41-fr")
+        vector = use_embedder.embed_documents([embedding_text(french)])[0]
+        top = backend.knn(name, vector, k=3)[0]
+        assert top.doc_id == "OR-art41-de"  # the work's id: its German version
+        assert top.scores["knn"] == pytest.approx(1.0, abs=1e-3)  # the French version matched
+        italian_only = backend.knn(name, vector, k=3, filters=Filters.of(lang="it"))[0]
+        assert italian_only.doc_id == "OR-art41-de" and italian_only.scores["knn"] < 0.999
+
+    def test_a_language_filter_restricts_the_versions_searched(self, works_index, trilingual_docs) -> None:
+        backend, name = works_index
+        question = "Sicherheit des Mieters Sparkonto"
+        assert backend.bm25(name, question, k=5, lang="de")
+        # German words match nothing in the French versions
+        assert backend.bm25(name, question, k=5, lang="de", filters=Filters.of(lang="fr")) == []
+        french = backend.bm25(name, "sûretés locataire compte d’épargne", k=5, lang="fr", filters=Filters.of(lang="fr"))
+        assert french and french[0].doc_id == "OR-art257e-de"
+        self._assert_one_hit_per_work(french, trilingual_docs, "bm25")
+
+    def test_fetch_returns_the_work_with_its_versions(self, works_index) -> None:
+        backend, name = works_index
+        doc = backend.fetch(name, ["OR-art257e-de"])["OR-art257e-de"]
+        assert doc.versions == ("OR-art257e-de", "OR-art257e-fr", "OR-art257e-it")
+        versions = backend.fetch(name, list(doc.versions))
+        assert {d.lang for d in versions.values()} == {"de", "fr", "it"}
+        assert versions["OR-art257e-fr"].citation == "art. 257e CO"
+
+    def test_works_agree_with_the_embedded_engine(self, works_index, trilingual_embedded, use_embedder) -> None:
+        backend, name = works_index
+        reference, ref_name = trilingual_embedded
+        for question, lang, _ in WORK_QUESTIONS:
+            vector = use_embedder.embed_queries([question])[0]
+            assert [h.doc_id for h in backend.knn(name, vector, k=5)] == \
+                [h.doc_id for h in reference.knn(ref_name, vector, k=5)]
+            ours = [h.doc_id for h in backend.bm25(name, question, k=5, lang=lang)]
+            theirs = [h.doc_id for h in reference.bm25(ref_name, question, k=5, lang=lang)]
+            assert ours[:1] == theirs[:1] and len(set(ours) & set(theirs)) >= min(len(theirs), 4)
+
+    @pytest.mark.parametrize("pipeline", WORK_PIPELINES)
+    def test_every_pipeline_returns_one_hit_per_article(self, works_index, trilingual_docs, use_embedder,
+                                                       pipeline: str) -> None:
+        from service.config import load_settings
+        from service.pipelines.base import SearchRequest
+        from service.pipelines.build import Runtime
+
+        backend, name = works_index
+        runtime = Runtime(load_settings(environ={}), backend=backend, embedder=use_embedder)
+        works = {d.id: d.work for d in trilingual_docs}
+        for question, lang, expected in WORK_QUESTIONS:
+            response = runtime.pipeline(pipeline).run(SearchRequest(query=question, index=name, k=10, lang=lang))
+            ids = [h.doc_id for h in response.hits]
+            assert ids and len(ids) == len(set(ids)), (pipeline, ids)
+            assert all(works[i] == i for i in ids), (pipeline, ids)
+            if pipeline != "bm25":  # the dense side bridges the languages; BM25 alone may miss
+                assert expected in ids[:5], (pipeline, question, ids)

@@ -13,7 +13,7 @@ import pytest
 from service.backends.elasticsearch import ElasticsearchBackend
 from service.errors import EngineUnavailable
 from service.indexing import rebuild_engine
-from tests.backends.conformance import BackendConformance
+from tests.backends.conformance import BackendConformance, WorkConformance
 from tests.backends.engine_acceptance import EngineAcceptance, EngineHandle
 from tests.support.engines import unique_index
 
@@ -27,6 +27,18 @@ class TestElasticsearchConformance(BackendConformance):
         backend = ElasticsearchBackend(elasticsearch_url, **elasticsearch_credentials.kwargs)
         name = unique_index("conformance")
         report = rebuild_engine(backend, name, use_embedder, mini_docs, language="")
+        assert report.ok, report.failed
+        yield backend, name
+        backend.drop(name)
+
+
+class TestElasticsearchWorks(WorkConformance):
+    @pytest.fixture(scope="class")
+    @classmethod
+    def works_index(cls, elasticsearch_url, elasticsearch_credentials, trilingual_docs, use_embedder):
+        backend = ElasticsearchBackend(elasticsearch_url, **elasticsearch_credentials.kwargs)
+        name = unique_index("works")
+        report = rebuild_engine(backend, name, use_embedder, trilingual_docs, language="de")
         assert report.ok, report.failed
         yield backend, name
         backend.drop(name)

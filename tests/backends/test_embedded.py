@@ -14,7 +14,7 @@ from service.corpus.model import Filters, LegalDoc
 from service.embeddings.cache import CachedEmbedder
 from service.errors import IndexCorrupt, IndexNotFound
 from service.indexing import index_documents
-from tests.backends.conformance import QUERIES, BackendConformance
+from tests.backends.conformance import QUERIES, BackendConformance, WorkConformance
 
 pytestmark = pytest.mark.unit
 
@@ -58,6 +58,42 @@ class TestEmbeddedHnsw(BackendConformance):
         vector = use_embedder.embed_queries(["劳动合同 解除"])[0]
         ids = {h.doc_id for h in backend.knn(name, vector, k=100, filters=filters)}
         assert ids == {d.id for d in mini_docs if d.lang == "zh"}
+
+
+class TestEmbeddedWorks(WorkConformance):
+    @pytest.fixture(scope="class")
+    @classmethod
+    def works_index(cls, trilingual_embedded):
+        return trilingual_embedded
+
+
+class TestEmbeddedHnswWorks(WorkConformance):
+    """Versions collapse the same way in an HNSW vector index."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def works_index(cls, tmp_path_factory, trilingual_docs, use_embedder):
+        backend = EmbeddedBackend(tmp_path_factory.mktemp("hnsw-works"), hnsw_min_docs=10)
+        assert index_documents(backend, use_embedder, "works", trilingual_docs, language="de").ok
+        assert backend.manifest("works")["vector_index"] == "hnsw"
+        return backend, "works"
+
+
+def test_an_index_written_before_works_existed_is_read_and_upgraded(tmp_path, trilingual_docs, use_embedder) -> None:
+    import sqlite3
+
+    backend = EmbeddedBackend(tmp_path)
+    plain = [LegalDoc.from_dict({**d.to_dict(), "versions": []}) for d in trilingual_docs[:6]]
+    assert index_documents(backend, use_embedder, "old", plain, language="de").ok
+    db = sqlite3.connect(tmp_path / "old" / "docs.sqlite")
+    with db:  # the table as lexsearch created it before the work column
+        db.execute("ALTER TABLE docs DROP COLUMN work")
+    db.close()
+    reopened = EmbeddedBackend(tmp_path)
+    assert len(reopened.bm25("old", "Vertrag Antrag Annahme", k=10, lang="de")) > 1
+    assert index_documents(reopened, use_embedder, "old", trilingual_docs, language="de").ok
+    ids = [h.doc_id for h in reopened.bm25("old", "Vertrag Antrag Annahme", k=50, lang="de")]
+    assert ids and len(ids) == len(set(ids))
 
 
 def test_reopening_gives_identical_results(tmp_path, mini_docs, use_embedder) -> None:

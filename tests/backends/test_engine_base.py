@@ -9,6 +9,7 @@ import pytest
 
 from service.backends.elasticsearch import ElasticsearchBackend
 from service.backends.engine.bulk import bulk_reason, prefetched, retryable
+from service.backends.engine.client import incomplete
 from service.backends.engine.facts import IndexInfo, check_name
 from service.backends.fieldmap import FieldMap
 from service.backends.opensearch import OpenSearchBackend
@@ -105,10 +106,54 @@ def test_from_settings_wires_connection_and_engine_options(tmp_path) -> None:
         es.catalog.field_map_for("foreign", None)
 
 
+def test_several_urls_make_one_cluster_backend() -> None:
+    backend = OpenSearchBackend("http://127.0.0.1:9250/, http://127.0.0.1:9251")
+    assert backend.url == "http://127.0.0.1:9250,http://127.0.0.1:9251"
+    assert backend.connection.urls == ("http://127.0.0.1:9250", "http://127.0.0.1:9251")
+    with pytest.raises(InvalidInput, match="must start with http"):
+        OpenSearchBackend("http://127.0.0.1:9250,127.0.0.1:9251")
+    with pytest.raises(ConfigError, match=r"backend\.url must start with http"):
+        load_settings(environ={}, overrides={"backend": {"kind": "opensearch", "url": "http://a:1,b:2"}})
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"backend": {"kind": "elasticsearch", "url": "http://x:9201"}}, r"needs backend\.kind=opensearch"),
+    ({"backend": {"kind": "opensearch", "url": "http://x:9200"}}, r"needs retrieval\.normalization=minmax"),
+    ({"backend": {"kind": "opensearch", "url": "http://x:9200"},
+      "retrieval": {"fusion": "rrf", "bm25_weight": 0.7, "knn_weight": 0.3}}, r"equal retrieval\.bm25_weight"),
+])
+def test_engine_fusion_settings_are_checked(overrides, message) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_settings(environ={}, overrides={"engine": {"fusion": "engine"}, **overrides})
+
+
+def test_engine_fusion_settings_that_the_engine_can_run() -> None:
+    for retrieval in ({"normalization": "minmax"}, {"fusion": "rrf"}):
+        settings = load_settings(environ={}, overrides={"engine": {"fusion": "engine"}, "retrieval": retrieval,
+                                                        "backend": {"kind": "opensearch", "url": "http://x:9200"}})
+        assert settings.engine.fusion == "engine"
+
+
 def test_invalid_engine_settings_are_reported() -> None:
     with pytest.raises(ConfigError, match=r"engine\.synonyms_path must contain"):
         load_settings(environ={}, overrides={"engine": {"synonyms_path": "analysis/syn.txt"}})
+    with pytest.raises(ConfigError, match=r"engine\.search_type must be one of auto"):
+        load_settings(environ={"LEXSEARCH_ENGINE_SEARCH_TYPE": "dfs"})
+    with pytest.raises(ConfigError, match=r"engine\.fusion must be client or engine"):
+        load_settings(environ={"LEXSEARCH_ENGINE_FUSION": "server"})
     with pytest.raises(ConfigError, match=r"engine\.field_map file not found"):
         load_settings(environ={"LEXSEARCH_ENGINE_FIELD_MAP": "/no/such/file.toml"})
     with pytest.raises(InvalidInput, match="must start with http"):
         OpenSearchBackend("127.0.0.1:9200")
+
+
+def test_incomplete_answers_are_recognised() -> None:
+    assert incomplete({"_shards": {"total": 3, "successful": 3, "failed": 0}, "hits": {"hits": []}}) == ""
+    partial = {"_shards": {"total": 3, "successful": 2, "failed": 1,
+                           "failures": [{"reason": {"type": "node_disconnected_exception"}}]}}
+    assert incomplete(partial) == "1 of 3 shards failed (node_disconnected_exception)"
+    failed_item = {"error": {"type": "x"}, "status": 503}
+    assert incomplete([{"_shards": {"failed": 0}}, failed_item]) == "HTTP 503 for one search"
+    assert incomplete([{"error": {"type": "index_not_found_exception"}, "status": 404}]) == ""  # raised by the caller
+    unread = [{"_id": "a", "found": True}, {"_id": "b", "error": {"type": "x"}}]
+    assert incomplete(unread) == "document b could not be read"

@@ -11,7 +11,7 @@ import pytest
 
 from service.backends.opensearch import OpenSearchBackend
 from service.indexing import rebuild_engine
-from tests.backends.conformance import BackendConformance
+from tests.backends.conformance import BackendConformance, WorkConformance
 from tests.backends.engine_acceptance import EngineAcceptance, EngineHandle
 from tests.support.engines import unique_index
 
@@ -25,6 +25,18 @@ class TestOpenSearchConformance(BackendConformance):
         backend = OpenSearchBackend(opensearch_url)
         name = unique_index("conformance")
         report = rebuild_engine(backend, name, use_embedder, mini_docs, language="")
+        assert report.ok, report.failed
+        yield backend, name
+        backend.drop(name)
+
+
+class TestOpenSearchWorks(WorkConformance):
+    @pytest.fixture(scope="class")
+    @classmethod
+    def works_index(cls, opensearch_url, trilingual_docs, use_embedder):
+        backend = OpenSearchBackend(opensearch_url)
+        name = unique_index("works")
+        report = rebuild_engine(backend, name, use_embedder, trilingual_docs, language="de")
         assert report.ok, report.failed
         yield backend, name
         backend.drop(name)

@@ -28,6 +28,8 @@ def test_bm25_body_boosts_repeated_terms_and_filters_inside_the_query() -> None:
     assert body == {
         "size": 7,
         "_source": False,
+        "stored_fields": "_none_",
+        "docvalue_fields": ["id", "work"],
         "track_total_hits": False,
         "query": {"bool": {
             "should": [{"term": {"bm25": {"value": "kaution", "boost": 2.0}}},
@@ -48,7 +50,10 @@ def test_bm25_body_keeps_the_heaviest_terms_under_the_clause_limit() -> None:
     weights["heavy"] = 5.0
     clauses = req.bm25_body(weights, k=3, filters=None, fields=LEX)["query"]["bool"]["should"]
     assert len(clauses) == req.MAX_CLAUSES
-    assert clauses[0] == {"term": {"bm25": {"value": "heavy", "boost": 5.0}}}
+    assert {"term": {"bm25": {"value": "heavy", "boost": 5.0}}} in clauses
+    # among equal weights the last terms stay: a long question ends with the question proper
+    kept = {c["term"]["bm25"]["value"] for c in clauses}
+    assert f"t{req.MAX_CLAUSES + 49}" in kept and "t0" not in kept
 
 
 def test_filter_clauses_cover_terms_dates_and_unmapped_fields() -> None:
@@ -73,6 +78,8 @@ def test_opensearch_knn_puts_the_filter_inside_the_knn_clause() -> None:
     assert body == {
         "size": 5,
         "_source": False,
+        "stored_fields": "_none_",
+        "docvalue_fields": ["id", "work"],
         "track_total_hits": False,
         "query": {"knn": {"vector": {"vector": [0.5, -0.25], "k": 100,
                                      "filter": {"bool": {"filter": [{"terms": {"lang": ["zh"]}}]}}}}},
@@ -85,6 +92,8 @@ def test_elasticsearch_knn_section_has_candidates_and_filter() -> None:
     assert body == {
         "size": 200,
         "_source": False,
+        "stored_fields": "_none_",
+        "docvalue_fields": ["id", "work"],
         "track_total_hits": False,
         "knn": {"field": "vector", "query_vector": [1.0, 0.0], "k": 200, "num_candidates": 200,
                 "filter": [{"terms": {"law": ["OR"]}}]},
@@ -94,6 +103,13 @@ def test_elasticsearch_knn_section_has_candidates_and_filter() -> None:
 def test_knn_without_filters_has_no_filter_key() -> None:
     body = req.knn_body(Engine.OPENSEARCH, [1.0], k=3, candidates=10, filters=None, fields=LEX)
     assert body["query"] == {"knn": {"vector": {"vector": [1.0], "k": 10}}}
+
+
+def test_hits_read_the_id_from_doc_values_on_lexsearch_indices() -> None:
+    assert LEX.doc_id({"_score": 1.0, "fields": {"id": ["4A_32/2018"]}}) == "4A_32/2018"
+    assert LEX.work_id({"_score": 1.0, "fields": {"id": ["x-de"], "work": ["x"]}}) == "x"
+    assert LEX.doc_id({"_id": "x", "_score": 1.0}) == "x"  # e.g. from mget
+    assert req.hit_fields(field_map_from_dict({"search": ["body"]})) == {"_source": False}
 
 
 def test_attached_indices_fetch_their_id_field_and_match_their_text_fields() -> None:
@@ -113,6 +129,29 @@ def test_attached_indices_fetch_their_id_field_and_match_their_text_fields() -> 
 def test_msearch_body_alternates_headers_and_bodies() -> None:
     assert req.msearch_body("idx", [{"size": 1}, {"size": 2}]) == [
         {"index": "idx"}, {"size": 1}, {"index": "idx"}, {"size": 2}]
+    assert req.msearch_body("idx", [{"size": 1}, {"size": 2}], ["dfs_query_then_fetch", ""]) == [
+        {"index": "idx", "search_type": "dfs_query_then_fetch"}, {"size": 1}, {"index": "idx"}, {"size": 2}]
+
+
+def test_hybrid_body_combines_the_bm25_and_knn_queries() -> None:
+    bm25 = req.bm25_body({"kaution": 1.0}, k=7, filters=Filters.of(law="OR"), fields=LEX)
+    knn = req.knn_body(Engine.OPENSEARCH, [1.0, 0.0], k=7, candidates=50, filters=Filters.of(law="OR"), fields=LEX)
+    body = req.hybrid_body(bm25, knn, size=7, fields=LEX)
+    assert body == {"size": 7, "_source": False, "stored_fields": "_none_", "docvalue_fields": ["id", "work"],
+                    "query": {"hybrid": {"queries": [bm25["query"], knn["query"]]}}}
+    assert req.hybrid_body(None, knn, size=7, fields=LEX)["query"]["hybrid"]["queries"][0] == {"match_none": {}}
+
+
+def test_fusion_pipelines_name_their_parameters() -> None:
+    name, body = req.fusion_pipeline("linear", rrf_k=60, weights=(1.0, 3.0))
+    assert name == "lexsearch-linear-0.25-0.75"
+    assert body["phase_results_processors"] == [{"normalization-processor": {
+        "normalization": {"technique": "min_max"},
+        "combination": {"technique": "arithmetic_mean", "parameters": {"weights": [0.25, 0.75]}}}}]
+    name, body = req.fusion_pipeline("rrf", rrf_k=40, weights=(1.0, 1.0))
+    assert name == "lexsearch-rrf-40"
+    assert body["phase_results_processors"] == [
+        {"score-ranker-processor": {"combination": {"technique": "rrf", "rank_constant": 40}}}]
 
 
 def test_bulk_actions_use_the_document_id() -> None:

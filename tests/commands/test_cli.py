@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from service.cli import main
-from tests.support.corpus import MINI
+from tests.support.corpus import MINI, TRILINGUAL, long_question
 
 pytestmark = pytest.mark.unit
 
@@ -49,7 +49,7 @@ def test_search_json_has_scores_snippets_and_trace(cli, indexed) -> None:
     assert data["pipeline"] == "hybrid"
     top = data["hits"][0]
     assert {"rank", "doc_id", "citation", "score", "scores", "ranks", "snippet"} <= set(top)
-    assert "<em>" in "".join(h["snippet"] for h in data["hits"])
+    assert "<em>" in "".join(h["snippet"]["html"] for h in data["hits"])
     assert "timings_ms" in data["trace"]
 
 
@@ -63,7 +63,7 @@ def test_filter_restricts_results(cli, indexed) -> None:
 
 @pytest.mark.parametrize("argv, message", [
     (["search", "   "], "the query is empty"),
-    (["search", "x" * 10_000], "the limit is"),
+    (["search", "x " * 30_000], "the query has 60000 characters; the limit is 50000"),
     (["search", "Kaution", "--filter", "colour=red"], "unknown filter field 'colour'"),
     (["search", "Kaution", "--filter", "law"], "must look like field=value"),
     (["search", "Kaution", "--filter", "date_from=yesterday"], "date_from must be an ISO date"),
@@ -129,6 +129,9 @@ def test_eval_prints_a_table_and_writes_the_json_contract(cli, tmp_path) -> None
         assert r["queries"] == 8 and 0 <= r["recall@10"] <= 1
     assert results[2]["recall@10"] >= 0.5
     assert len(list((tmp_path / "runs").glob("*.run"))) == 3
+    assert set(results[0]["sets"]) == {"top1", "top3", "top5", "top10", "cliff"}  # fixed and count need --model
+    code, _, err = cli("eval", "--data", str(MINI), "--split", "dev", "--pipeline", "bm25", "--sets", "top3,best")
+    assert code == 2 and "unknown set choice 'best'" in err
 
 
 def test_eval_reuses_the_cached_dataset_index(cli, tmp_path, env) -> None:
@@ -165,3 +168,114 @@ def test_delete_removes_documents(cli, env, tmp_path) -> None:
     assert code == 0 and "deleted 2 of 3 documents" in err
     _, out, _ = cli("search", "用人单位辞退员工未通知工会", "--index", path, "--json", "--pipeline", "bm25")
     assert not {"17086", "4958"} & {h["doc_id"] for h in json.loads(out)["hits"]}
+
+
+def test_a_30000_character_question_is_searched_whole(cli, indexed) -> None:
+    question = long_question(30_000)
+    assert len(question) == 30_000
+    code, out, err = cli("search", question, "--index", indexed, "--json", "--pipeline", "hybrid", "--top", "5")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["query"] == question and data["hits"]
+
+
+def test_eval_and_train_refuse_an_overlong_question_before_any_work(cli, tmp_path, env) -> None:
+    data = tmp_path / "long"
+    data.mkdir()
+    for name in ("corpus.jsonl", "qrels.dev.tsv"):
+        (data / name).symlink_to(MINI / name)
+    (data / "queries.dev.tsv").write_text(f"q3\tKaution\nq4\t{long_question(60_000)}\n")
+    root = Path(env["LEXSEARCH_INDEX_ROOT"])
+    before = sorted(root.iterdir()) if root.exists() else []
+    for argv in (["eval", "--data", str(data), "--split", "dev"],
+                 ["train", "--data", str(data), "--split", "dev", "--out", str(tmp_path / "models")]):
+        code, _, err = cli(*argv)
+        assert code == 2 and "q4 (60000 characters)" in err and "never cut" in err
+    assert (sorted(root.iterdir()) if root.exists() else []) == before  # no index was built
+    assert not (tmp_path / "models").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--json", "/no/such/folder/out.json"], "--json /no/such/folder/out.json: the folder /no/such/folder does not"),
+    (["--limit", "-1"], "--limit must be 0"),
+    (["--filter", "colour=red"], "unknown filter field 'colour'"),
+])
+def test_eval_checks_its_options_before_building_anything(cli, argv, message) -> None:
+    code, _, err = cli("eval", "--data", str(MINI), "--split", "dev", *argv)
+    assert code == 2 and message in err
+
+
+@pytest.fixture(scope="module")
+def trilingual_index(env) -> str:
+    path = str(Path(env["root"]) / "trilingual-index")
+    mp = pytest.MonkeyPatch()
+    for key, value in env.items():
+        if key.startswith("LEXSEARCH_"):
+            mp.setenv(key, value)
+    assert main(["index", "--data", str(TRILINGUAL), "--index", path]) == 0
+    yield path
+    mp.undo()
+
+
+def test_one_hit_per_article_shown_in_the_questions_language(cli, trilingual_index) -> None:
+    question = "Le bailleur m’a donné mon congé sans raison. Puis-je contester la résiliation?"
+    code, out, err = cli("search", question, "--index", trilingual_index, "--json", "--pipeline", "hybrid")
+    assert code == 0, err
+    hits = json.loads(out)["hits"]
+    assert len({h["doc_id"] for h in hits}) == len(hits)
+    top = next(h for h in hits if h["doc_id"] == "OR-art271-de")
+    assert top["lang"] == "fr" and top["version"] == "OR-art271-fr" and top["citation"] == "art. 271 CO"
+    assert [(v["lang"], v["citation"]) for v in top["versions"]] == [
+        ("de", "Art. 271 OR"), ("fr", "art. 271 CO"), ("it", "art. 271 CO")]
+    assert top["pinpoint"] and top["pinpoint"][0]["citation"].startswith("Art. 271 al. ")
+    assert "résiliation" in top["snippet"]["text"] or "congé" in top["snippet"]["text"]
+
+
+def test_english_questions_see_the_german_version_and_a_language_filter_wins(cli, trilingual_index) -> None:
+    code, out, _ = cli("search", "My dog bit a passer-by. Am I liable for the damage?", "--index", trilingual_index,
+                       "--json", "--pipeline", "dense", "--top", "3")
+    assert code == 0
+    assert {h["lang"] for h in json.loads(out)["hits"]} == {"de"}
+    code, out, _ = cli("search", "My dog bit a passer-by. Am I liable for the damage?", "--index", trilingual_index,
+                       "--json", "--pipeline", "dense", "--top", "3", "--filter", "lang=it")
+    assert {h["lang"] for h in json.loads(out)["hits"]} == {"it"}
+
+
+def test_search_text_names_the_pinpoint_and_the_other_languages(cli, trilingual_index) -> None:
+    code, out, _ = cli("search", "Wie viel darf der Vermieter als Sicherheit höchstens verlangen?", "--index",
+                       trilingual_index, "--pipeline", "hybrid", "--top", "1")
+    assert code == 0
+    assert "Art. 257e Abs. 2 OR" in out and "fr: art. 257e CO · it: art. 257e CO" in out
+
+
+def test_eval_reports_each_question_language_and_matches_gold_by_article(cli, tmp_path) -> None:
+    out_file = tmp_path / "results.json"
+    code, out, _ = cli("eval", "--data", str(TRILINGUAL), "--split", "dev", "--pipeline", "dense",
+                       "--json", str(out_file))
+    assert code == 0
+    result = json.loads(out_file.read_text())[0]
+    assert set(result["by_language"]) == {"de", "en", "fr", "it"}
+    assert sum(r["queries"] for r in result["by_language"].values()) == result["queries"] == 4
+    # gold names OR-art257e-fr and both OR-art56-de and OR-art56-it: a hit of the work counts, once
+    assert result["recall@10"] == 1.0
+    assert "  fr " in out and "  it " in out
+
+
+def test_a_chinese_corpus_gets_its_embedder_and_weights(cli, env, tmp_path, mini_docs, embedding_jar) -> None:
+    embedding_jar("bge-small-zh-v15-q")
+    corpus = tmp_path / "zh.jsonl"
+    corpus.write_text("\n".join(json.dumps(d.to_dict(), ensure_ascii=False) for d in mini_docs if d.lang == "zh"),
+                      encoding="utf-8")
+    index = str(tmp_path / "zh-index")
+    code, _, err = cli("index", "--corpus", str(corpus), "--index", index)
+    assert code == 0, err
+    assert "with onnx:bge-small-zh-v15-q@512" in err and "fusion weights: bm25 0." in err
+    code, out, err = cli("search", "用人单位辞退劳动者应该提前多久告知？", "--index", index, "--pipeline", "hybrid",
+                         "--explain", "--json")
+    assert code == 0, err
+    assert json.loads(out)["trace"]["fusion_weights"]["source"] == "index"
+    code, _, err = cli("search", "辞退", "--index", index, "--embedder", "use")
+    assert code == 2 and err.count("\n") == 1
+    assert "was built with embedder onnx:bge-small-zh-v15-q@512, but the settings configure use-m3" in err
+    code, _, err = cli("search", "辞退", "--index", index, "--embedder", "onnx")
+    assert code == 2 and "--embedder: embedder onnx needs a model" in err

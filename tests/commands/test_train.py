@@ -58,6 +58,10 @@ def test_eval_runs_agentic_pipelines_with_the_model(cli, model_dir, env) -> None
     results = {r["pipeline"]: r for r in json.loads(Path(out_json).read_text())}
     assert set(results) == {"hybrid", "hybrid+rerank", "agentic"}
     assert all(0.0 <= r["recall@10"] <= 1.0 for r in results.values())
+    for r in results.values():  # every citation-set choice, for every pipeline
+        assert set(r["sets"]) == {"top1", "top3", "top5", "top10", "cliff", "fixed", "count"}
+        assert r["sets"]["top1"]["size"] == 1 and 0.0 <= r["sets"]["count"]["f1"] <= 1.0
+    assert "set F1" in out
 
 
 def test_search_explains_agents_and_reranker(cli, model_dir) -> None:

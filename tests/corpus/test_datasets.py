@@ -89,3 +89,48 @@ def test_user_csv_with_field_mapping(tmp_path) -> None:
     assert report.skipped == 1 and "mine.csv:3" in report.summary()
     with pytest.raises(DataError, match="no column 'id' for field 'id'"):
         list(read_user_corpus(path, LoadReport()))
+
+
+def _swiss_line(doc_id: str, lang: str, law_de: str | None = "OR", article: str | None = "1") -> str:
+    meta = {k: v for k, v in (("law_de", law_de), ("article", article)) if v is not None}
+    return json.dumps({"id": doc_id, "citation": doc_id, "text": f"Text {doc_id}", "lang": lang, "law": "OR",
+                       "meta": meta})
+
+
+def test_bad_lines_of_a_corpus_with_versions_are_reported_and_skipped(tmp_path) -> None:
+    (tmp_path / "dataset.json").write_text(json.dumps({"language": "de,fr"}))
+    (tmp_path / "corpus_de.jsonl").write_text("\n".join([
+        _swiss_line("OR-art1-de", "de"),
+        _swiss_line("OR-art2-de", "de", article=None),
+        _swiss_line("OR-art3-de", "de", law_de=""),
+        _swiss_line("OR-art4-de", "de", article="4"),
+    ]) + "\n")
+    (tmp_path / "corpus_fr.jsonl").write_text(_swiss_line("OR-art1-fr", "fr") + "\n")
+    report = LoadReport()
+    docs = load_corpus(Dataset(tmp_path), report)
+    assert sorted(d.id for d in docs) == ["OR-art1-de", "OR-art1-fr", "OR-art4-de"]  # nothing else is lost
+    assert report.skipped == 2
+    summary = report.summary()
+    assert "corpus_de.jsonl:2: document 'OR-art2-de': missing article number" in summary
+    assert "corpus_de.jsonl:3: document 'OR-art3-de': unknown law" in summary
+    assert "3 documents are 2 works" in summary
+
+
+def test_gold_of_any_language_version_counts_for_its_work(trilingual_dataset) -> None:
+    qrels = trilingual_dataset.qrels("dev")
+    assert qrels["t1"] == {"OR-art257e-de"}  # the gold names the French version
+    assert qrels["t3"] == {"OR-art56-de"}  # German and Italian versions of one article: once
+    assert trilingual_dataset.works["OR-art56-it"] == "OR-art56-de"
+    # the questions of a corpus in several languages have their language detected, not the first one assumed
+    assert {q.lang for q in trilingual_dataset.queries("dev")} == {""}
+    assert {q.lang for q in Dataset(MINI).queries("dev")} == {""}
+
+
+def test_gzip_compressed_corpus_files_are_read(tmp_path) -> None:
+    import gzip
+
+    with gzip.open(tmp_path / "corpus.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.write(json.dumps({"id": "a", "text": "Miete"}) + "\n" + "{broken\n")
+    report = LoadReport()
+    assert [d.id for d in load_corpus(Dataset(tmp_path), report)] == ["a"]
+    assert "corpus.jsonl.gz:2: invalid JSON" in report.summary()

@@ -50,6 +50,23 @@ def test_citations_resolve_to_documents_in_both_directions(graph: CorpusGraph) -
     assert graph.cites("or-1") == ()
 
 
+def test_headings_above_the_article_form_its_section() -> None:
+    path = ["Zweite Abteilung", "Der Mietvertrag", "Sicherheiten"]
+    graph = CorpusGraph.build([
+        LegalDoc(id="a", citation="Art. 257e OR", text="t", law="OR", title="Sicherheiten",
+                 meta={"heading_path": path}),
+        LegalDoc(id="b", citation="Art. 1 OR", text="t", law="OR", meta={"heading_path": ["Erster Titel"]}),
+        LegalDoc(id="c", citation="Art. 2 OR", text="t", law="OR"),
+    ])
+    assert graph.info("a").heading == "Zweite Abteilung / Der Mietvertrag"
+    assert graph.info("b").heading == "Erster Titel" and graph.info("c").heading == ""
+
+
+def test_citation_keys_resolve_to_their_documents(graph: CorpusGraph) -> None:
+    assert graph.resolve("OR art. 2a") == ("or-2a",) and graph.resolve("ZGB art. 1") == ("zgb-1",)
+    assert graph.resolve("OR art. 99") == () and graph.without_citations().resolve("OR art. 1") == ("or-1",)
+
+
 def test_without_citations_keeps_order_and_neighbours(graph: CorpusGraph) -> None:
     bare = graph.without_citations()
     assert bare.cites("or-2") == () and bare.cited_by("or-1") == ()

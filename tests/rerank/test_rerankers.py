@@ -13,7 +13,7 @@ from service.corpus.model import Hit, LegalDoc, Query
 from service.errors import ConfigError
 from service.llm.budget import CallBudget
 from service.llm.client import LlmClient
-from service.rerank.base import PoolOrderReranker, RerankContext, in_order, ordered
+from service.rerank.base import PoolOrderReranker, RerankContext, RerankerParts, choose_reranker, in_order, ordered
 from service.rerank.cross_encoder import CrossEncoderReranker
 from service.rerank.learned import LearnedReranker
 from service.rerank.llm import LlmReranker
@@ -205,3 +205,37 @@ def test_cross_encoder_plumbing_with_an_untrained_head() -> None:
     assert sorted(h.doc_id for h in ranked) == sorted(h.doc_id for h in _hits())
     assert all("cross-encoder" in h.scores and "ce" in h.scores for h in ranked[:4])
     assert ranked[4].doc_id == "d4"  # beyond the scored candidates, the fallback order continues
+
+
+# --- choosing a reranker from the table ------------------------------------------------------
+
+
+def test_choose_reranker_falls_back_along_the_table_and_says_why() -> None:
+    pool_order, note = choose_reranker("learned", RerankerParts())
+    assert isinstance(pool_order, PoolOrderReranker) and "no trained reranker" in note
+    learned = LearnedReranker.__new__(LearnedReranker)
+    chosen, note = choose_reranker("llm", RerankerParts(learned=learned))
+    assert chosen is learned and note == "no LLM configured; used the learned reranker"
+    chosen, note = choose_reranker("llm", RerankerParts())
+    assert isinstance(chosen, PoolOrderReranker)
+    assert note == ("no LLM configured; used the learned reranker; "
+                    "no trained reranker (no model folder); kept the heuristic pool order")
+    assert choose_reranker("auto", RerankerParts(learned=learned)) == (learned, "")
+    assert isinstance(choose_reranker("none", RerankerParts(learned=learned))[0], PoolOrderReranker)
+
+
+def test_choose_reranker_builds_the_llm_and_cross_encoder_from_their_parts() -> None:
+    client = LlmClient(LlmSettings(base_url="http://127.0.0.1:9", model="m"))
+    chosen, note = choose_reranker("auto", RerankerParts(llm=client, llm_candidates=7))
+    assert isinstance(chosen, LlmReranker) and chosen.candidates == 7 and note == ""
+    encoder = CrossEncoderReranker("/no/such/folder")
+    assert choose_reranker("cross-encoder", RerankerParts(cross_encoder=lambda: encoder)) == (encoder, "")
+    with pytest.raises(ConfigError, match="cross_encoder_path"):
+        choose_reranker("cross-encoder", RerankerParts())
+
+
+def test_rerankers_declare_what_they_need() -> None:
+    needs = {cls.__name__: (cls.uses_features, cls.reads_documents)
+             for cls in (LearnedReranker, LlmReranker, CrossEncoderReranker, PoolOrderReranker)}
+    assert needs == {"LearnedReranker": (True, False), "LlmReranker": (False, True),
+                     "CrossEncoderReranker": (False, True), "PoolOrderReranker": (False, False)}

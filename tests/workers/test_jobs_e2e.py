@@ -17,6 +17,7 @@ import requests
 
 from service.jobs import JobStatus
 from service.webhooks import verify_signature
+from tests.support.corpus import long_question
 from tests.support.openai_server import OpenAITestServer
 from tests.support.service import wait_for
 from tests.support.webhook_receiver import WebhookReceiver
@@ -72,6 +73,13 @@ def test_200_concurrent_jobs_each_succeed_exactly_once(dep: Deployment) -> None:
     assert {r.result["job_id"] for r in records} == set(job_ids)  # type: ignore[union-attr, index]
     for n, record in enumerate(records):
         assert record.result["query"] == bodies[n]["query"] and record.result["hits"]  # type: ignore[index]
+
+
+def test_a_job_answers_a_30000_character_question_whole(dep: Deployment) -> None:
+    question = long_question(30_000)
+    job = dep.wait(dep.submit({"query": question, "pipeline": "agentic", "k": 5}), timeout_s=120)
+    assert job["status"] == "succeeded", job
+    assert job["result"]["query"] == question and job["result"]["hits"]
 
 
 def test_a_stepwise_job_runs_its_rounds_as_parallel_tasks(dep: Deployment, llm: OpenAITestServer) -> None:

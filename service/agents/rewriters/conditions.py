@@ -69,7 +69,7 @@ class OfflineConditionsRewriter:
         expansion = feedback_terms(evidence, self.vocabulary)
         if not expansion or not evidence.terms:
             return RewriteOutput([])
-        terms: dict[str, float] = dict(Counter(evidence.terms))
+        terms = evidence.base_weights()
         for term, score in expansion.items():
             terms[term] = terms.get(term, 0.0) + FEEDBACK_WEIGHT * score
         text = " ".join(list(dict.fromkeys(evidence.terms)) + list(expansion))

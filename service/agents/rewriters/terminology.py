@@ -145,7 +145,7 @@ class OfflineTerminologyRewriter:
             vector = self.adapter.adapt(evidence.query_vector)
         if not expansion and vector is None:
             return RewriteOutput([])
-        terms: dict[str, float] = dict(Counter(evidence.terms))
+        terms = evidence.base_weights()
         for term, weight in expansion.items():
             terms[term] = terms.get(term, 0.0) + weight
         text = " ".join(list(dict.fromkeys(evidence.terms)) + list(expansion))

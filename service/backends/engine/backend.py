@@ -33,7 +33,8 @@ from service.backends.engine.lifecycle import IndexLifecycle
 from service.backends.fieldmap import FieldMap, load_field_map
 from service.config import BackendSettings, EngineSettings, Settings
 from service.corpus.model import Filters, Hit, LegalDoc
-from service.errors import EngineUnavailable, InvalidInput
+from service.corpus.works import collapse
+from service.errors import EngineUnavailable, IndexCorrupt, InvalidInput
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +68,11 @@ class EngineBackend:
     def __init__(self, url: str, *, username: str = "", password: str = "", api_key: str = "", ca_cert: str = "",
                  verify_certs: bool = True, timeout_s: float = 10.0, options: EngineSettings | None = None,
                  field_maps: Sequence[FieldMap] = ()) -> None:
-        if not url.startswith(("http://", "https://")):
-            raise InvalidInput(f"{self.api_type.product} URL must start with http:// or https://, got {url!r}")
-        self.connection = BackendSettings(kind=self.kind, url=url.rstrip("/"), username=username, password=password,
+        urls = BackendSettings(url=url).urls
+        for one in urls or (url,):
+            if not one.startswith(("http://", "https://")):
+                raise InvalidInput(f"{self.api_type.product} URL must start with http:// or https://, got {one!r}")
+        self.connection = BackendSettings(kind=self.kind, url=",".join(urls), username=username, password=password,
                                           api_key=api_key, ca_cert=ca_cert, verify_certs=verify_certs,
                                           timeout_s=timeout_s)
         self.options = options or EngineSettings()
@@ -99,7 +102,7 @@ class EngineBackend:
 
     @property
     def url(self) -> str:
-        """The node URL (without a trailing slash)."""
+        """The node URL (without a trailing slash); several, comma-separated, for a cluster."""
         return self.connection.url
 
     @property
@@ -111,8 +114,6 @@ class EngineBackend:
     def api(self) -> EngineApi:
         """The product adapter (raw requests, no error translation)."""
         return self.client.api
-
-    check_name = staticmethod(check_name)
 
     # ----- SearchBackend: lifecycle ------------------------------------------------------------------
 
@@ -185,8 +186,12 @@ class EngineBackend:
 
         Raises:
             InvalidInput: for vectors of the wrong shape or an attached (read-only) index.
+            IndexCorrupt: for documents with versions and an index created before versions were stored.
         """
         info = self.catalog.managed(name, "write to it")
+        if not info.field_map.work and any(doc.versions for doc in docs):
+            raise IndexCorrupt(f"index {name!r} was created before lexsearch kept the versions of a work (e.g. the "
+                               "languages of an article) together; rebuild it with `lexsearch index`")
         meta = info.meta or {}
         report = self.writer.write(name, docs, vectors, dim=int(meta.get("dim") or info.dim),
                                    default_language=meta.get("language") or "")
@@ -224,10 +229,10 @@ class EngineBackend:
         info = self.catalog.info(name)
         if k <= 0:
             return []
-        body = self._bm25_body(name, info, query, k=k, filters=filters, lang=lang)
+        body = self._bm25_body(name, info, query, k=k * self.max_versions(name, info), filters=filters, lang=lang)
         if body is None:
             return []
-        return _hits(self.client.call("search", self.api.search, name, body, index=name), "bm25", info)
+        return self._bm25_hits(name, body, info, k)
 
     def bm25_terms(self, name: str, weights: dict[str, float], *, k: int,
                    filters: Filters | None = None) -> list[Hit]:
@@ -235,16 +240,30 @@ class EngineBackend:
         info = self.catalog.info(name)
         if k <= 0 or not any(w > 0 for w in weights.values()):
             return []
-        body = req.bm25_body(weights, k=k, filters=filters, fields=info.field_map)
-        return _hits(self.client.call("search", self.api.search, name, body, index=name), "bm25", info)
+        body = req.bm25_body(weights, k=k * self.max_versions(name, info), filters=filters, fields=info.field_map)
+        return self._bm25_hits(name, body, info, k)
+
+    def _bm25_hits(self, name: str, body: Mapping[str, Any], info: IndexInfo, k: int) -> list[Hit]:
+        response = self.client.call_complete("search", self.api.search, name, body, self._bm25_search_type(info),
+                                             index=name)
+        return engine_hits(response, "bm25", info, k)
+
+    def _bm25_search_type(self, info: IndexInfo) -> str:
+        """'' (the engine's query_then_fetch) or ``dfs_query_then_fetch``, which scores with the statistics of
+        all shards, as one shard (and the embedded engine) would."""
+        wanted = self.options.search_type
+        if wanted == "dfs_query_then_fetch" or (wanted == "auto" and info.shards > 1):
+            return "dfs_query_then_fetch"
+        return ""
 
     def knn(self, name: str, vector: np.ndarray, *, k: int, filters: Filters | None = None) -> list[Hit]:
         """Nearest neighbours by cosine (HNSW, filter applied inside the graph search)."""
         info = self.catalog.info(name)
         if k <= 0:
             return []
-        body = self._knn_body(info, vector, k=k, filters=filters)
-        return _hits(self.client.call("kNN search", self.api.search, name, body, index=name), "knn", info)
+        body = self._knn_body(info, vector, k=k * self.max_versions(name, info), filters=filters)
+        response = self.client.call_complete("kNN search", self.api.search, name, body, index=name)
+        return engine_hits(response, "knn", info, k)
 
     def probe(self, name: str, query: str, vector: np.ndarray, *, k: int, filters: Filters | None = None,
               lang: str = "") -> tuple[list[Hit], list[Hit]]:
@@ -252,16 +271,33 @@ class EngineBackend:
         info = self.catalog.info(name)
         if k <= 0:
             return [], []
-        knn_body = self._knn_body(info, vector, k=k, filters=filters)
-        bm25_body = self._bm25_body(name, info, query, k=k, filters=filters, lang=lang)
-        bodies = [knn_body] if bm25_body is None else [bm25_body, knn_body]
-        responses = self.client.call("search", self.api.msearch, req.msearch_body(name, bodies), index=name)
+        fetch = k * self.max_versions(name, info)
+        knn_body = self._knn_body(info, vector, k=fetch, filters=filters)
+        bm25_body = self._bm25_body(name, info, query, k=fetch, filters=filters, lang=lang)
+        if bm25_body is None:
+            lines = req.msearch_body(name, [knn_body])
+        else:
+            lines = req.msearch_body(name, [bm25_body, knn_body], [self._bm25_search_type(info), ""])
+        responses = self.client.call_complete("search", self.api.msearch, lines, index=name)
         for item in responses:
             if "error" in item:
                 raise self.client.errors.item_error(item, "search", name)
-        knn_hits = _hits(responses[-1], "knn", info)
-        bm25_hits = _hits(responses[0], "bm25", info) if bm25_body is not None else []
+        knn_hits = engine_hits(responses[-1], "knn", info, k)
+        bm25_hits = engine_hits(responses[0], "bm25", info, k) if bm25_body is not None else []
         return bm25_hits, knn_hits
+
+    def max_versions(self, name: str, info: IndexInfo) -> int:
+        """The most versions one work has in the index (1 without versions): retrievers fetch ``k`` times
+        this many hits, so ``k`` works remain after :func:`~service.corpus.works.collapse`.
+
+        lexsearch indices store it in their metadata when written; an attached index with a work field
+        is assumed to hold at most one version per language.
+        """
+        if not info.field_map.work:
+            return 1
+        if info.meta is not None:
+            return max(1, int((info.meta.get("meta") or {}).get("max_versions") or 1))
+        return max(1, len(self.catalog.languages(name)))
 
     def _bm25_body(self, name: str, info: IndexInfo, query: str, *, k: int, filters: Filters | None,
                    lang: str) -> dict[str, Any] | None:
@@ -292,11 +328,12 @@ class EngineBackend:
         fm = info.field_map
         excludes = _heavy_fields(fm)
         if fm.id == "_id":
-            docs = self.client.call("fetch documents", self.api.mget, name, wanted, excludes, index=name)
+            docs = self.client.call_complete("fetch documents", self.api.mget, name, wanted, excludes, index=name)
             found = [d for d in docs if d.get("found")]
         else:
             body = req.ids_body(wanted, fm, excludes=excludes)
-            found = self.client.call("fetch documents", self.api.search, name, body, index=name)["hits"]["hits"]
+            response = self.client.call_complete("fetch documents", self.api.search, name, body, index=name)
+            found = response["hits"]["hits"]
         out: dict[str, LegalDoc] = {}
         for raw in found:
             doc = _to_doc(fm, raw)
@@ -377,14 +414,20 @@ class EngineBackend:
         return self.client.ping()
 
 
-def _hits(response: Mapping[str, Any], label: str, info: IndexInfo) -> list[Hit]:
+def engine_hits(response: Mapping[str, Any], label: str, info: IndexInfo, k: int) -> list[Hit]:
+    """The engine's hits as lexsearch hits, one per work (at most ``k``)."""
     hits = []
+    works: dict[str, str] = {}
     for rank, raw in enumerate(response["hits"]["hits"], start=1):
         score = float(raw["_score"])
         if label == "knn":
             score = info.score_to_similarity(score)
-        hits.append(Hit(doc_id=info.field_map.doc_id(raw), score=score, scores={label: score}, ranks={label: rank}))
-    return hits
+        doc_id = info.field_map.doc_id(raw)
+        work = info.field_map.work_id(raw)
+        if work:
+            works[doc_id] = work
+        hits.append(Hit(doc_id=doc_id, score=score, scores={label: score}, ranks={label: rank}))
+    return collapse(hits, works.get, k=k, label=label) if works else hits[:k]
 
 
 def _heavy_fields(fm: FieldMap) -> list[str]:

@@ -15,23 +15,43 @@ Example::
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, ClassVar, Protocol
 
 from service.backends._requests import Engine
 from service.backends.engine.errors import ErrorTranslator, Failure, FailureKind
-from service.config import BackendSettings
+from service.config import BackendSettings, EngineSettings
 from service.errors import EngineUnavailable, LexsearchError
 
 VERIFY_TIMEOUT_S = 5.0
 """The first request to a node gives up after this long, so a wrong host fails fast."""
+INCOMPLETE_RETRIES = 3
+"""How often a search answered from only some shards is asked again (a node was lost mid-search)."""
+INCOMPLETE_BACKOFF_S = 0.25
+"""The first wait before asking again; doubled every time."""
+
+
+class ProductApi:
+    """Base of the product adapters: the connection settings, the engine options, and the library's client
+    built from them (:meth:`_new_client`)."""
+
+    def __init__(self, connection: BackendSettings, options: EngineSettings) -> None:
+        self.connection = connection
+        self.options = options
+        self.client = self._new_client()
+
+    def _new_client(self) -> Any:
+        raise NotImplementedError
 
 
 class EngineApi(Protocol):
     """The requests lexsearch sends, implemented once per product for its client library.
 
-    Every method may raise the library's exceptions; :meth:`classify` reduces them to a
-    :class:`Failure` (or None for an exception that is a bug). Responses are plain mappings.
+    An adapter is built as ``Api(connection, options)`` (:class:`~service.config.BackendSettings`,
+    :class:`~service.config.EngineSettings`) and makes its client library's client right away (that
+    connects nothing). Every method may raise the library's exceptions; :meth:`classify` reduces them
+    to a :class:`Failure` (or None for an exception that is a bug). Responses are plain mappings.
     """
 
     engine: ClassVar[Engine]
@@ -52,8 +72,8 @@ class EngineApi(Protocol):
     def classify(self, exc: Exception) -> Failure | None:
         """The :class:`Failure` for a client exception, or None for an exception that is a bug."""
 
-    def search(self, index: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        """``POST index/_search``."""
+    def search(self, index: str, body: Mapping[str, Any], search_type: str = "") -> Mapping[str, Any]:
+        """``POST index/_search`` (``search_type`` '' = the engine's default)."""
 
     def msearch(self, lines: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
         """``POST _msearch``: the ``responses`` list."""
@@ -84,6 +104,9 @@ class EngineApi(Protocol):
 
     def get_mapping(self, index: str) -> dict[str, Any]:
         """index -> {"mappings": ...} for ``index`` (a name, alias or pattern)."""
+
+    def shard_count(self, index: str) -> int:
+        """The most primary shards among the indices ``index`` names."""
 
     def put_meta(self, index: str, meta: Mapping[str, Any]) -> None:
         """Replace the mapping ``_meta`` of ``index``."""
@@ -137,6 +160,27 @@ class EngineClient:
         except Exception as exc:
             raise self._translated(exc, what, index) from None
 
+    def call_complete(self, what: str, fn: Callable[..., Any], *args: Any, index: str | None = None) -> Any:
+        """Like :meth:`call`, for searches: an answer that is not complete is asked for again.
+
+        A cluster that loses a node can answer a search from the remaining shards only (HTTP 200,
+        ``_shards.failed`` > 0), fail one ``_msearch`` item with a 5xx, or fail to read a document
+        of an ``_mget``. Until the cluster has moved on to the other copies, such answers are asked
+        for again, :data:`INCOMPLETE_RETRIES` times with backoff.
+
+        Raises:
+            EngineUnavailable: when the answer is still incomplete after the retries.
+        """
+        for attempt in range(INCOMPLETE_RETRIES + 1):
+            response = self.call(what, fn, *args, index=index)
+            problem = incomplete(response)
+            if not problem:
+                return response
+            if attempt < INCOMPLETE_RETRIES:
+                time.sleep(INCOMPLETE_BACKOFF_S * 2**attempt)
+        on = f" on {index!r}" if index else ""
+        raise EngineUnavailable(f"{self.api.product} at {self.url} answered {what}{on} incompletely: {problem}")
+
     def stream(self, what: str, fn: Callable[..., Iterable[Any]], *args: Any,
                index: str | None = None) -> Iterator[Any]:
         """Like :meth:`call` for a lazy helper (scroll, streaming bulk): failures while iterating too."""
@@ -185,6 +229,23 @@ class EngineClient:
         if failure is None:
             raise exc
         return self.errors.error(failure, what, index)
+
+
+def incomplete(response: Any) -> str:
+    """Why a search, ``_msearch`` or ``_mget`` answer is incomplete ('' when it is complete)."""
+    for item in response if isinstance(response, list) else [response]:
+        shards = item.get("_shards") or {}
+        if shards.get("failed"):
+            first = (shards.get("failures") or [{}])[0]
+            reason = (first.get("reason") or {}).get("type", "") if isinstance(first.get("reason"), dict) else ""
+            return f"{shards['failed']} of {shards.get('total', '?')} shards failed{f' ({reason})' if reason else ''}"
+        error = item.get("error")
+        status = item.get("status")
+        if error and isinstance(status, int) and (status == 429 or status >= 500):
+            return f"HTTP {status} for one search"
+        if error and "_id" in item:
+            return f"document {item['_id']} could not be read"
+    return ""
 
 
 def _quiet_client_loggers() -> None:

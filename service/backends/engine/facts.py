@@ -11,7 +11,7 @@ import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from service.analysis.language import detect_language
@@ -45,6 +45,8 @@ class IndexInfo:
     dim: int
     similarity: str
     indices: tuple[str, ...]
+    shards: int = 1
+    """Primary shards (the most among ``indices``)."""
 
     def score_to_similarity(self, score: float) -> float:
         """Turn an engine kNN score back into the cosine the embedded engine reports.
@@ -112,12 +114,15 @@ class IndexCatalog:
             raise IndexCorrupt(f"index {name!r} has lexsearch format {meta.get('format')!r}; this lexsearch "
                                f"reads format {req.FORMAT_VERSION}. Rebuild it with `lexsearch index`.")
         fm = self.field_map_for(name, meta)
+        if fm.managed and fm.work and not _property(mapping, fm.work):
+            fm = replace(fm, work="")  # created before lexsearch kept versions of a work together
         vector_prop = _property(mapping, fm.vector) if fm.vector else {}
         dim = int(vector_prop.get("dimension") or vector_prop.get("dims") or (meta or {}).get("dim") or 0)
         method = vector_prop.get("method") or {}
         similarity = str(vector_prop.get("similarity") or method.get("space_type") or vector_prop.get("space_type")
                          or "")
-        info = IndexInfo(field_map=fm, meta=meta, dim=dim, similarity=similarity, indices=indices)
+        shards = self.client.call("read the settings", self.client.api.shard_count, name, index=name)
+        info = IndexInfo(field_map=fm, meta=meta, dim=dim, similarity=similarity, indices=indices, shards=shards)
         with self._lock:
             self._infos[name] = (now, info)
         return info

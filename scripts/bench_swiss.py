@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Swiss law benchmark: five-fold cross-validation over the Swiss exam questions (docs/BENCHMARKS.md).
+
+Usage::
+
+    python scripts/make_swiss_cv.py SWISS_DIR /work/data/swiss-cv          # once: the fold folders
+    python scripts/bench_swiss.py /work/data/swiss-cv --models models/swiss-cv --out runs/swiss \\
+        [--pipelines bm25,dense,hybrid,agentic,routed] [--folds 1,2,3,4,5] [--variants processed,truncated,whole]
+
+The dev split has 126 questions, too few to set some aside for training, so every learned part is
+cross-validated: for each fold ``f`` the models are trained on ``cv<f>-train`` (four fifths, with
+``lexsearch train``; kept in ``--models/cv<f>`` and reused when present) and the pipelines are
+scored on ``cv<f>``. Each question is scored once, by models that never saw it; the figures pool the
+five folds: R@10, R@100, MRR@10, set precision/recall/F1 for every citation-set choice, p50/p95
+latency (wall clock, and the process's CPU time per search, which a machine shared with other jobs
+does not inflate), overall and by question language, and the law prediction's accuracy on the
+held-out folds.
+
+Variants of the question processing (first-stage pipelines only; trained pipelines use
+``processed``): ``processed`` (long questions read as passages and question proper),
+``truncated`` (the question cut to its first 8,000 characters, the old limit, and searched as one
+text) and ``whole`` (the whole question as one text).
+
+Writes ``OUT/results.json`` (every figure) and ``OUT/runs/cv<f>.<variant>.<pipeline>.run`` (TREC run
+files), and prints the tables of docs/BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from service.analysis.language import detect_language
+from service.config import load_settings
+from service.corpus.datasets import Dataset
+from service.corpus.model import Query
+from service.evaluation import metrics
+from service.evaluation.dataset_index import ensure_dataset_index
+from service.evaluation.harness import QueryScore, evaluate, summarise
+from service.evaluation.runs import write_run
+from service.models import load_models
+from service.pipelines.base import SearchResponse
+from service.pipelines.build import Runtime
+from service.retrieval.sets import DEFAULT_SET_CHOICES, CliffSet, parse_set_choices
+from service.routing.router import RoutingParams
+from service.training import train_models
+
+VARIANTS = {
+    "processed": {"long_query_chars": 500, "cut": 0},
+    "truncated": {"long_query_chars": 0, "cut": 8_000},
+    "whole": {"long_query_chars": 0, "cut": 0},
+}
+FIRST_STAGE = ("bm25", "dense", "hybrid")
+QUESTION_LANGUAGES = ("de", "en", "fr", "it")
+
+
+def runtime_for(variant: str, model_dir: str = "") -> Runtime:
+    settings = load_settings(overrides={"retrieval": {"long_query_chars": VARIANTS[variant]["long_query_chars"]},
+                                        "index": {"model_dir": model_dir}})
+    return Runtime(settings)
+
+
+def questions_for(variant: str, queries: list[Query]) -> list[Query]:
+    """The questions as the variant searches them, with their language detected (the split file does
+    not record it; the ``truncated`` variant cuts the text, the others keep it whole)."""
+    cut = VARIANTS[variant]["cut"]
+    return [replace(q, text=q.text[:cut] if cut else q.text,
+                    lang=detect_language(q.text, candidates=QUESTION_LANGUAGES, default="de")) for q in queries]
+
+
+class LawScorer:
+    """Top-1/top-3 accuracy of the agentic pipeline's law prediction on the held-out questions."""
+
+    def __init__(self, gold_laws: dict[str, set[str]]) -> None:
+        self.gold_laws = gold_laws
+        self.rows: list[tuple[bool, bool]] = []
+
+    def __call__(self, query: Query, response: SearchResponse) -> None:
+        laws = [law for law, _ in response.trace.get("law_prediction", {}).get("laws", [])]
+        gold = self.gold_laws.get(query.qid, set())
+        self.rows.append((bool(set(laws[:1]) & gold), bool(set(laws[:3]) & gold)))
+
+    def to_dict(self) -> dict[str, float]:
+        if not self.rows:
+            return {}
+        return {"questions": len(self.rows), "top1": round(metrics.mean(a for a, _ in self.rows), 4),
+                "top3": round(metrics.mean(b for _, b in self.rows), 4)}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("data")
+    parser.add_argument("--models", required=True, help="folder for the per-fold model folders")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--pipelines", default="bm25,dense,hybrid,agentic,routed")
+    parser.add_argument("--folds", default="1,2,3,4,5")
+    parser.add_argument("--variants", default="processed,truncated,whole")
+    parser.add_argument("--sets", default=DEFAULT_SET_CHOICES)
+    args = parser.parse_args(argv)
+    dataset = Dataset(args.data)
+    folds = [int(f) for f in args.folds.split(",")]
+    pipelines = [p.strip() for p in args.pipelines.split(",") if p.strip()]
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    missing = [f"cv{f}" for f in folds if f"cv{f}" not in dataset.splits()]
+    unknown = [v for v in variants if v not in VARIANTS]
+    if missing or unknown or not pipelines:
+        print(f"bench_swiss: error: {'missing splits ' + ', '.join(missing) if missing else ''}"
+              f"{' unknown variants ' + ', '.join(unknown) if unknown else ''}"
+              f"{' no pipeline' if not pipelines else ''} (make the folds with scripts/make_swiss_cv.py)",
+              file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    base = runtime_for("processed")
+    index = ensure_dataset_index(base, dataset)
+    docs_law: dict[str, str] = {}
+    rows: dict[str, list[QueryScore]] = defaultdict(list)
+    law_scorers: list[LawScorer] = []
+    training: dict[str, Any] = {}
+    for f in folds:
+        model_dir = Path(args.models) / f"cv{f}"
+        trained = [p for p in pipelines if p not in FIRST_STAGE]
+        if trained and not (model_dir / "manifest.json").is_file():
+            print(f"fold {f}: training on cv{f}-train", flush=True)
+            report = train_models(base, dataset, f"cv{f}-train", model_dir, progress=lambda m: print("  " + m,
+                                                                                                    flush=True))
+            training[f"cv{f}"] = report.to_dict()
+        elif trained:
+            training[f"cv{f}"] = {k: v for k, v in json.loads((model_dir / "manifest.json").read_text()).items()
+                                  if k in ("cv", "timings_s", "questions")}
+        queries = dataset.queries(f"cv{f}")
+        qrels = dataset.qrels(f"cv{f}")
+        gold_ids = sorted({d for ids in qrels.values() for d in ids} - set(docs_law))
+        docs_law.update({d: doc.law for d, doc in base.backend.fetch(index, gold_ids).items()})
+        for variant in variants:
+            names = pipelines if variant == "processed" else [p for p in pipelines if p in FIRST_STAGE]
+            if not names:
+                continue
+            runtime = runtime_for(variant, str(model_dir) if trained else "")
+            models = load_models(runtime.settings.index.model_dir) if trained else None
+            choices, _ = parse_set_choices(args.sets, counter=models.citation_counter if models else None)
+            params = RoutingParams.resolve(runtime.settings.routing, runtime.backend.metadata(index))
+            choices = [CliffSet(params.cut_sigma, params.cut_min_k, params.cut_max_k, params.cut_depth)
+                       if c.name == "cliff" else c for c in choices]
+            for name in names:
+                runtime.forget_query_caches()
+                scorer = None
+                if name == "agentic":
+                    scorer = LawScorer({qid: {docs_law[d] for d in ids if d in docs_law} for qid, ids in qrels.items()})
+                    law_scorers.append(scorer)
+                print(f"fold {f}: {variant} {name} on {len(queries)} questions", flush=True)
+                result, run = evaluate(runtime.pipeline(name), questions_for(variant, queries), qrels, index=index,
+                                       k=100, label=name, set_choices=choices, on_response=scorer)
+                write_run(out / "runs" / f"cv{f}.{variant}.{name}.run", run, tag=f"{variant}-{name}")
+                rows[f"{variant}/{name}"].extend(result.rows)
+    load = os.getloadavg()
+    results: dict[str, Any] = {
+        "started": started, "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load_average": [round(x, 2) for x in load], "data": str(dataset.path), "index": index, "folds": folds,
+        "training": training, "runs": {}, "law_prediction": {},
+    }
+    for key, values in rows.items():
+        entry = {"all": summarise(values)}
+        for lang in QUESTION_LANGUAGES:
+            part = [r for r in values if r.lang == lang]
+            if part:
+                entry[lang] = summarise(part)
+        results["runs"][key] = entry
+    merged = LawScorer({})
+    for scorer in law_scorers:
+        merged.rows.extend(scorer.rows)
+    results["law_prediction"] = merged.to_dict()
+    (out / "results.json").write_text(json.dumps(results, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    print_tables(results)
+    return 0
+
+
+def print_tables(results: dict[str, Any]) -> None:
+    print(f"\nload average {results['load_average']}; {results['started']} - {results['finished']}")
+    print("\n| variant / pipeline | questions | R@10 | R@100 | MRR@10 | p50 ms | p95 ms | CPU p50 ms | CPU p95 ms |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for key, entry in results["runs"].items():
+        for lang, r in entry.items():
+            label = key if lang == "all" else f"{key} ({lang})"
+            print(f"| {label} | {r['queries']} | {r['recall@10']:.3f} | {r['recall@100']:.3f} | {r['mrr@10']:.3f} | "
+                  f"{r['latency_ms']['p50']:.0f} | {r['latency_ms']['p95']:.0f} | {r['cpu_ms']['p50']:.0f} | "
+                  f"{r['cpu_ms']['p95']:.0f} |")
+    names = list(dict.fromkeys(n for e in results["runs"].values() for n in e["all"].get("sets", {})))
+    print("\n| variant / pipeline | " + " | ".join(f"{n} P/R/F1 (size)" for n in names) + " |")
+    print("|---|" + "---|" * len(names))
+    for key, entry in results["runs"].items():
+        sets = entry["all"].get("sets", {})
+        cells = [f"{sets[n]['precision']:.3f}/{sets[n]['recall']:.3f}/{sets[n]['f1']:.3f} ({sets[n]['size']:.1f})"
+                 if n in sets else "-" for n in names]
+        print(f"| {key} | " + " | ".join(cells) + " |")
+    if results["law_prediction"]:
+        print(f"\nlaw prediction on held-out folds: {results['law_prediction']}")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
