@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from service.agents.factory import AgentFactory
 from service.analysis.chain import forget_cached_terms
@@ -28,7 +29,7 @@ from service.errors import IndexCorrupt, InvalidInput, LexsearchError
 from service.fusion_calibration import ensure_fusion_weights
 from service.lazy import built_once
 from service.llm.client import LlmClient
-from service.models import TrainedModels, forget_recent_predictions, load_models, read_trained_fusion
+from service.models import TrainedModels, forget_recent_predictions, load_models, read_trained_fusion, stored_routing
 from service.pipelines.base import IndexRetrieval, Pipeline
 from service.plugins import BACKENDS, EMBEDDERS, PIPELINES
 from service.rerank.base import RerankerParts
@@ -238,6 +239,11 @@ class Runtime:
         """Routing's count of the laws a question touches, by the trained law classifier (``None``
         without a model folder)."""
         return ClassifierLawCounter(self.models) if self.settings.index.model_dir else None
+
+    def model_routing(self) -> dict[str, Any] | None:
+        """The routing calibration that ``lexsearch train`` stored with ``index.model_dir`` (``None``
+        without a folder or an entry); it ranks above the index's (see docs/ROUTING.md)."""
+        return stored_routing(self.settings.index.model_dir)
 
     def forget_query_caches(self) -> None:
         """Forget cached query vectors, question terms and law predictions, so the next search pays
