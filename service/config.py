@@ -215,7 +215,7 @@ class EmbedderSettings:
     """onnx: longest input in tokens; longer texts are cut (0 = the model's limit, 512 for BGE and e5)."""
     maven_repo: str = ""
     """onnx: the local Maven repository holding the jars ('' = $M2_REPO or ~/.m2/repository)."""
-    per_language: tuple[str, ...] = ("zh=onnx:bge-small-zh-v15-q",)
+    per_language: tuple[str, ...] = ("zh=onnx:bge-small-zh-v15-q", "en=onnx:e5-small-v2-q")
     """``lang=spec`` entries: the embedder of a corpus in that one language, as ``kind[:model][@max_tokens]``
     (:func:`parse_embedder_spec`); url, api_key, maven_repo, threads and the cache come from this section."""
     batch_size: int = 64

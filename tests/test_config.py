@@ -47,7 +47,9 @@ def test_per_language_embedders() -> None:
     assert cfg.for_language("en").kind == "e5"
     assert cfg.for_language("de").kind == cfg.for_language("de,fr,it").kind == cfg.for_language("").kind == "use"
     assert [lang for lang, _ in cfg.choices()] == ["default", "zh", "en"]
-    assert load_settings(environ={}).embedder.for_language("zh").model == "bge-small-zh-v15-q"
+    defaults = load_settings(environ={}).embedder
+    assert (defaults.for_language("zh").model, defaults.for_language("en").model) == ("bge-small-zh-v15-q",
+                                                                                      "e5-small-v2-q")
     assert load_settings(environ={"LEXSEARCH_EMBEDDER_PER_LANGUAGE": ""}).embedder.for_language("zh").kind == "use"
 
 

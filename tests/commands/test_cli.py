@@ -259,3 +259,23 @@ def test_eval_reports_each_question_language_and_matches_gold_by_article(cli, tm
     # gold names OR-art257e-fr and both OR-art56-de and OR-art56-it: a hit of the work counts, once
     assert result["recall@10"] == 1.0
     assert "  fr " in out and "  it " in out
+
+
+def test_a_chinese_corpus_gets_its_embedder_and_weights(cli, env, tmp_path, mini_docs, embedding_jar) -> None:
+    embedding_jar("bge-small-zh-v15-q")
+    corpus = tmp_path / "zh.jsonl"
+    corpus.write_text("\n".join(json.dumps(d.to_dict(), ensure_ascii=False) for d in mini_docs if d.lang == "zh"),
+                      encoding="utf-8")
+    index = str(tmp_path / "zh-index")
+    code, _, err = cli("index", "--corpus", str(corpus), "--index", index)
+    assert code == 0, err
+    assert "with onnx:bge-small-zh-v15-q@512" in err and "fusion weights: bm25 0." in err
+    code, out, err = cli("search", "用人单位辞退劳动者应该提前多久告知？", "--index", index, "--pipeline", "hybrid",
+                         "--explain", "--json")
+    assert code == 0, err
+    assert json.loads(out)["trace"]["fusion_weights"]["source"] == "index"
+    code, _, err = cli("search", "辞退", "--index", index, "--embedder", "use")
+    assert code == 2 and err.count("\n") == 1
+    assert "was built with embedder onnx:bge-small-zh-v15-q@512, but the settings configure use-m3" in err
+    code, _, err = cli("search", "辞退", "--index", index, "--embedder", "onnx")
+    assert code == 2 and "--embedder: embedder onnx needs a model" in err

@@ -39,7 +39,8 @@ def test_each_corpus_language_gets_its_embedder(zh_index, tmp_path) -> None:
     assert runtime.backend.stats(name).embedder == BGE_ZH
     assert runtime.embedder_for("de,fr,it").name == runtime.embedder_for("").name == "use-m3"
     assert runtime.index_embedder(name).name == BGE_ZH
-    assert runtime.index_embedder("not-yet-built", "en").name == "use-m3"
+    assert runtime.index_embedder("not-yet-built", "de").name == "use-m3"
+    assert runtime.index_embedder("not-yet-built", "en").name == "onnx:e5-small-v2-q@512"
     response = runtime.pipeline("hybrid").run(SearchRequest("用人单位辞退劳动者应该提前多久告知？", index=name, k=5))
     assert response.hits and all(h.doc.lang == "zh" for h in response.hits if h.doc)
     assert response.trace["fusion_weights"]["source"] in ("index", "default")
