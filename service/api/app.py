@@ -31,7 +31,6 @@ from service.config import Settings, load_settings
 from service.cpu import resolve
 from service.jobs import JobStore
 from service.pipelines.build import Runtime, import_pipeline_modules, pipeline_names
-from service.ratelimit import RateLimiter
 from service.redisconn import connect
 from service.taskqueue import celery_app
 from service.trace_sink import build_trace_sink
@@ -91,7 +90,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     client = connect(settings.jobs.redis_url)
     svc = ServiceContext(
         settings=settings, runtime=Runtime(settings), client=client, jobs=JobStore(client, settings.jobs),
-        keys=ApiKeyStore(client), limiter=RateLimiter(client), celery=celery_app(settings),
+        keys=ApiKeyStore(client), celery=celery_app(settings),
         traces=build_trace_sink(settings),
         searches=ThreadPoolExecutor(settings.api.sync_threads, thread_name_prefix="search"),
         probes=ThreadPoolExecutor(8, thread_name_prefix="ready"),
