@@ -28,7 +28,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,7 +39,7 @@ import tantivy
 
 from service.analysis.chain import analyzer_for
 from service.analysis.language import detect_language
-from service.backends.base import IndexReport, IndexStats
+from service.backends.base import ChunkWriter, IndexReport, IndexStats
 from service.backends.rows import AnalysedDoc, analysed_docs, checked_vectors
 from service.corpus.model import FILTER_FIELDS, Filters, Hit, LegalDoc
 from service.corpus.works import collapse
@@ -285,7 +285,11 @@ class EmbeddedIndex:
         return conn
 
     def snapshot(self) -> _Snapshot:
-        """The current snapshot; reopened when another process has written a new manifest."""
+        """The current snapshot; reopened when another process has published a new manifest.
+
+        While a write is in progress (the manifest says ``writing``), searches keep the snapshot
+        they have; only a process that has none yet reports the unfinished write.
+        """
         try:
             mtime = self.manifest_path.stat().st_mtime
         except FileNotFoundError:
@@ -296,8 +300,16 @@ class EmbeddedIndex:
         with self._lock:
             snap = self._snap
             if snap is None or snap.mtime != self.manifest_path.stat().st_mtime:
+                if snap is not None and self._being_written():
+                    return snap
                 snap = self._open()
             return snap
+
+    def _being_written(self) -> bool:
+        try:
+            return json.loads(self.manifest_path.read_text(encoding="utf-8")).get("state") == "writing"
+        except (OSError, json.JSONDecodeError):
+            return False
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -338,21 +350,33 @@ class EmbeddedIndex:
 
     def write(self, docs: Sequence[LegalDoc], vectors: np.ndarray) -> IndexReport:
         """Insert or replace documents by id. See :meth:`SearchBackend.write`."""
-        report = IndexReport(sent=len(docs))
         if len(docs) == 0:
-            return report
-        vectors = checked_vectors(docs, vectors, int(self.manifest["dim"]))
+            return IndexReport()
+        with self.bulk() as write_chunk:
+            return write_chunk(docs, vectors)
+
+    @contextmanager
+    def bulk(self) -> Iterator[ChunkWriter]:
+        """One write transaction for many chunks. See :meth:`SearchBackend.bulk`.
+
+        The vector index is copied, saved and reopened once per transaction, not once per chunk,
+        so loading a corpus costs time linear in its size.
+        """
+        dim = int(self.manifest["dim"])
         with self._lock, FileLock(self.path / WRITE_LOCK):
             snap = self._fresh()
-            items = analysed_docs(docs, vectors, default_language=snap.manifest["language"], failed=report.failed)
             with self._batch(snap, heap_size=128_000_000) as batch:
-                for item in items:
-                    old = snap.iid_of.get(item.doc.id)
-                    if old is not None:
-                        batch.remove(item.doc.id, old)
-                    batch.add(item)
-                    report.indexed += 1
-        return report
+
+                def write_chunk(docs: Sequence[LegalDoc], vectors: np.ndarray) -> IndexReport:
+                    report = IndexReport(sent=len(docs))
+                    vectors = checked_vectors(docs, vectors, dim)
+                    for item in analysed_docs(docs, vectors, default_language=snap.manifest["language"],
+                                              failed=report.failed):
+                        batch.upsert(item, snap.iid_of.get(item.doc.id))
+                        report.indexed += 1
+                    return report
+
+                yield write_chunk
 
     @contextmanager
     def _batch(self, snap: _Snapshot, *, heap_size: int) -> Iterator[_WriteBatch]:
@@ -369,6 +393,7 @@ class EmbeddedIndex:
             batch.commit()
         except BaseException:
             batch.rollback()
+            self._save_manifest(dict(snap.manifest))  # nothing was published: the old state stands
             raise
         finally:
             batch.close()
@@ -614,14 +639,26 @@ class _WriteBatch:
         self.next_iid = int(manifest["next_iid"])
         self.dead = int(manifest["dead_vectors"])
         self.languages = set(manifest["languages"])
-        self.new_iids: list[int] = []
-        self.new_vectors: list[np.ndarray] = []
+        self.pending: dict[str, int] = {}
+        """Documents added by this batch: id -> internal id (a later chunk may replace one)."""
+        self.new_vectors: dict[int, np.ndarray] = {}
 
     def remove(self, doc_id: str, iid: int) -> None:
         """Delete a stored document from all three stores."""
         self.writer.delete_documents_by_term("id", doc_id)
         self.db.execute("DELETE FROM docs WHERE iid = ?", (iid,))
         self.dead += _remove_vector(self.vectors, iid, self.is_flat)
+
+    def upsert(self, item: AnalysedDoc, stored_iid: int | None) -> None:
+        """Store an analysed document, replacing the stored one (``stored_iid``, from the snapshot)
+        or one added earlier in this batch under the same id."""
+        pending = self.pending.pop(item.doc.id, None)
+        if pending is not None:
+            self.writer.delete_documents_by_term("id", item.doc.id)
+            self.db.execute("DELETE FROM docs WHERE iid = ?", (pending,))
+        elif stored_iid is not None:
+            self.remove(item.doc.id, stored_iid)
+        self.add(item)
 
     def add(self, item: AnalysedDoc) -> None:
         """Store an analysed document under a fresh internal id."""
@@ -631,13 +668,15 @@ class _WriteBatch:
         self.writer.add_document(row.tantivy_document(columns))
         self.db.execute(_INSERT, row.sql_values(columns))
         self.languages.add(item.lang)
-        self.new_iids.append(row.iid)
-        self.new_vectors.append(item.vector)
+        self.pending[item.doc.id] = row.iid
+        self.new_vectors[row.iid] = item.vector
 
     def commit(self) -> None:
         """Commit tantivy and SQLite, add the new vectors, and record the outcome in the manifest."""
-        if self.new_iids:
-            self.vectors.add_with_ids(np.stack(self.new_vectors), np.asarray(self.new_iids, dtype=np.int64))
+        live = sorted(self.pending.values())
+        if live:
+            self.vectors.add_with_ids(np.stack([self.new_vectors[iid] for iid in live]),
+                                      np.asarray(live, dtype=np.int64))
         self.writer.commit()
         self.writer.wait_merging_threads()
         self.db.commit()
@@ -651,6 +690,8 @@ class _WriteBatch:
 
     def close(self) -> None:
         self.db.close()
+        # Frees tantivy's writer lock now, even while a traceback still holds this batch.
+        del self.writer
 
 
 def _remove_vector(index: Any, iid: int, is_flat: bool) -> int:
@@ -815,6 +856,9 @@ class EmbeddedBackend:
 
     def write(self, name: str, docs: Sequence[LegalDoc], vectors: np.ndarray) -> IndexReport:
         return self._existing(name).write(docs, vectors)
+
+    def bulk(self, name: str) -> AbstractContextManager[ChunkWriter]:
+        return self._existing(name).bulk()
 
     def delete(self, name: str, ids: Sequence[str]) -> int:
         return self._existing(name).delete(ids)
