@@ -227,15 +227,17 @@ def inprocess_main(conn: Any, env: dict[str, str], index: str, pipelines: list[s
         for question in warm:
             runtime.pipeline(name).run(SearchRequest(question, index=index, k=10))
     conn.send("ready")
+    pools: dict[int, ThreadPoolExecutor] = {}  # kept, like the server's threads (and their thread-local state)
     while True:
         message = conn.recv()
         if message is None:
             return
         name, questions, threads = message
         pipeline = runtime.pipeline(name)
+        if threads not in pools:
+            pools[threads] = ThreadPoolExecutor(threads)
         began, cpu = time.perf_counter(), time.process_time()
-        with ThreadPoolExecutor(threads) as pool:
-            searches = list(pool.map(lambda q, run=pipeline.run: timed_search(run, q, index), questions))
+        searches = list(pools[threads].map(lambda q, run=pipeline.run: timed_search(run, q, index), questions))
         conn.send((began, time.perf_counter(), searches, time.process_time() - cpu))
 
 
