@@ -56,11 +56,12 @@ HNSW_EF_SEARCH = 256
 EXACT_SCAN_MAX = 5_000
 """Filtered kNN scans the allowed vectors exactly when at most this many documents match."""
 REBUILD_DEAD_FRACTION = 0.2
+"""An HNSW graph cannot drop vectors; rebuild it once this share of its vectors is deleted."""
 
 # Searches embed one query at a time. OpenMP threads add nothing there, and their busy-waiting after
-# each search slows the next query embedding (numpy's BLAS) threefold; bulk builds raise it again.
+# each search slows the next query embedding (numpy's BLAS) threefold; bulk builds raise it again
+# (to ``cpu.threads``).
 faiss.omp_set_num_threads(1)
-"""An HNSW graph cannot drop vectors; rebuild it once this share of its vectors is deleted."""
 
 _DOC_COLUMNS = ("law", "kind", "lang", "court", "division", "chamber", "case_type", "citation")
 assert set(_DOC_COLUMNS) == set(FILTER_FIELDS)
@@ -153,9 +154,10 @@ class EmbeddedIndex:
     :meth:`delete`. Readers in other processes notice the new manifest and reopen.
     """
 
-    def __init__(self, path: Path, *, hnsw_min_docs: int = 20_000) -> None:
+    def __init__(self, path: Path, *, hnsw_min_docs: int = 20_000, build_threads: int = 0) -> None:
         self.path = path
         self.hnsw_min_docs = hnsw_min_docs
+        self.build_threads = build_threads or os.cpu_count() or 1
         self._lock = threading.RLock()
         self._snap: _Snapshot | None = None
         self._local = threading.local()
@@ -428,7 +430,7 @@ class EmbeddedIndex:
             inner = faiss.IndexFlatIP(dim)
         rebuilt = faiss.IndexIDMap2(inner)
         if len(iids):
-            faiss.omp_set_num_threads(os.cpu_count() or 1)
+            faiss.omp_set_num_threads(self.build_threads)
             try:
                 rebuilt.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), iids)
             finally:
@@ -773,6 +775,7 @@ class EmbeddedBackend:
     Args:
         root: the folder holding one sub-folder per index name.
         hnsw_min_docs: corpora at least this large get an HNSW vector index, smaller ones a flat one.
+        build_threads: OpenMP threads that build a vector index (``cpu.threads``; 0 = every core).
 
     Example::
 
@@ -784,18 +787,20 @@ class EmbeddedBackend:
 
     kind = "embedded"
 
-    def __init__(self, root: str | os.PathLike[str], *, hnsw_min_docs: int = 20_000) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, hnsw_min_docs: int = 20_000, build_threads: int = 0) -> None:
         self.root = Path(root)
         self.hnsw_min_docs = hnsw_min_docs
+        self.build_threads = build_threads
         self._indices: dict[str, EmbeddedIndex] = {}
         self._lock = threading.Lock()
 
 
     @classmethod
     def from_config(cls, settings: Settings) -> EmbeddedBackend:
-        """The backend of ``settings`` (``index.root``, ``backend.hnsw_min_docs``); the table rule of
-        :data:`service.plugins.BACKENDS`."""
-        return cls(settings.index.root, hnsw_min_docs=settings.backend.hnsw_min_docs)
+        """The backend of ``settings`` (``index.root``, ``backend.hnsw_min_docs``, ``cpu.threads``); the table
+        rule of :data:`service.plugins.BACKENDS`."""
+        return cls(settings.index.root, hnsw_min_docs=settings.backend.hnsw_min_docs,
+                   build_threads=settings.cpu.threads)
 
     def index(self, name: str) -> EmbeddedIndex:
         """The index object for ``name`` (opened lazily)."""
@@ -804,7 +809,8 @@ class EmbeddedBackend:
         with self._lock:
             idx = self._indices.get(name)
             if idx is None:
-                idx = EmbeddedIndex(self.root / name, hnsw_min_docs=self.hnsw_min_docs)
+                idx = EmbeddedIndex(self.root / name, hnsw_min_docs=self.hnsw_min_docs,
+                                    build_threads=self.build_threads)
                 self._indices[name] = idx
             return idx
 
