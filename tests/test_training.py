@@ -232,3 +232,15 @@ def test_a_failed_calibration_leaves_working_models(trained, tmp_path: Path) -> 
     models = load_models(out)
     assert models is not None and models.reranker_agentic is not None and stored_routing(out) is None
     assert not [p for p in out.iterdir() if p.name.startswith(".calibration-")]
+
+
+def test_a_corpus_of_one_law_gets_no_law_mixer(tmp_path) -> None:
+    # GerLayQA (the BGB) and COLIEE (the Civil Code): every question's gold law is the only one, so the
+    # step leaves the classifier's prediction alone instead of failing to fit.
+    from service.corpus.graph import CorpusGraph
+    from service.corpus.model import LegalDoc
+
+    graph = CorpusGraph.build([LegalDoc(id=f"bgb{n}", citation=f"§ {n} BGB", text="t", law="BGB") for n in (1, 2)])
+    run = training.TrainingRun(None, None, "fit", tmp_path / "out", graph=graph)  # type: ignore[arg-type]
+    training.step_law_mixer(run)
+    assert run.law_mixer is None and run.law_accuracy == {}
