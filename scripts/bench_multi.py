@@ -140,7 +140,8 @@ def bench_dataset(bench: Bench, model_dir: Path, configs: list[str], depth: int,
             dev = run_split(runtime, dataset, bench.report, index, pipeline, options, depth, limit)
             out["dev"][label] = {k: v for k, v in dev.items() if k != "ranked"}
             line += (f" dev R@10 {dev['recall@10']:.4f} MRR@10 {dev['mrr@10']:.4f} "
-                     f"pool {dev['pool_recall']:.4f} p50 {dev['latency_ms']['p50']:.0f} ms")
+                     f"pool {dev['pool_recall']:.4f} p50 {dev['latency_ms']['p50']:.0f} ms "
+                     f"(CPU {dev.get('cpu_ms', {}).get('p50', float('nan')):.0f} ms)")
         if proxy is not None and splits in ("both", "proxy"):
             joined = run_split(runtime, proxy, "joined", index, pipeline, options, depth, proxy_limit)
             used = {p for q in joined["ranked"] for p in read_parts(proxy.path / "parts.tsv")[q]}
@@ -151,7 +152,8 @@ def bench_dataset(bench: Bench, model_dir: Path, configs: list[str], depth: int,
                                    "single": {k: v for k, v in single.items() if k != "ranked"}, "ratio": scores}
             line += (f" | proxy R@10 {scores['all']['joined_r10']:.4f} vs singly {scores['all']['single_r10']:.4f}"
                      f" = {scores['all']['ratio']:.3f} pool {joined['pool_recall']:.4f} "
-                     f"p50 {joined['latency_ms']['p50']:.0f} ms")
+                     f"p50 {joined['latency_ms']['p50']:.0f} ms "
+                     f"(CPU {joined.get('cpu_ms', {}).get('p50', float('nan')):.0f} ms)")
         print(line, flush=True)
     return out
 
