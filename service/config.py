@@ -33,6 +33,27 @@ ENV_PREFIX = "LEXSEARCH_"
 
 
 @dataclass(frozen=True)
+class CpuSettings:
+    """The cores lexsearch may use, and the computing threads of each of its processes.
+
+    Every thread count is derived from these two in one place, :mod:`service.cpu`, so that the
+    processes and threads of a command together use the cores without oversubscribing them.
+    """
+
+    cores: int = 0
+    """Cores this host gives lexsearch; 0 = those the process may run on (CPU affinity and a container's
+    CPU quota). Set it lower to leave cores to an engine or to the workers on the same host."""
+    threads: int = 0
+    """Computing threads of one process (BLAS, OpenMP, onnxruntime, faiss, the embedder); 0 = the cores
+    divided by the processes of the command (``lexsearch serve``: api.workers; ``lexsearch worker``: its
+    concurrency; other commands: 1)."""
+
+    def problems(self) -> list[str]:
+        return [f"cpu.{name} must be >= 0 (0 = automatic)" for name in ("cores", "threads")
+                if getattr(self, name) < 0]
+
+
+@dataclass(frozen=True)
 class IndexSettings:
     """Where embedded indices live and which index a search uses by default."""
 
@@ -202,7 +223,9 @@ class EmbedderSettings:
     (:func:`parse_embedder_spec`); url, api_key, maven_repo, threads and the cache come from this section."""
     batch_size: int = 64
     cache_dir: str = "var/embedding-cache"
-    threads: int = 2
+    threads: int = 0
+    """Threads of the embedding model (BLAS for use, OpenMP for e5, texts side by side for onnx);
+    0 = ``cpu.threads``, the share of the cores of one process (service/cpu.py)."""
 
     def for_language(self, language: str) -> EmbedderSettings:
         """The settings of the embedder for a corpus in ``language`` (``"zh"``; ``"de,fr,it"`` or ``""``
@@ -243,8 +266,8 @@ class EmbedderSettings:
             out.append("embedder.max_tokens must be >= 0")
         if self.batch_size < 1:
             out.append("embedder.batch_size must be at least 1")
-        if self.threads < 1:
-            out.append("embedder.threads must be at least 1")
+        if self.threads < 0:
+            out.append("embedder.threads must be >= 0 (0 = cpu.threads)")
         try:
             languages = self._per_language()
         except ValueError as exc:
@@ -530,10 +553,11 @@ class ApiSettings:
 
     bind: str = "127.0.0.1:8080"
     """host:port the production server listens on."""
-    workers: int = 2
-    """Server processes (each loads its own models); about one per core."""
+    workers: int = 0
+    """Server processes (each loads its own models); 0 = one per core (``cpu.cores``)."""
     threads: int = 4
-    """Request threads per server process."""
+    """Request threads per server process. They mostly wait (for a search thread, Redis, the client);
+    the computing threads of each process are ``cpu.threads``."""
     auth: bool = True
     """Require an API key on /v1/*; false only for local development."""
     default_pipeline: str = ""
@@ -544,8 +568,9 @@ class ApiSettings:
     """Extra modules imported by the API and the workers at start; they may call register_pipeline."""
     sync_budget_s: float = 5.0
     """Time a synchronous search may take; past it the answer is a job to poll (HTTP 202)."""
-    sync_threads: int = 8
-    """Searches running at once per server process."""
+    sync_threads: int = 0
+    """Searches running at once per server process; 0 = twice ``api.threads`` (searches past their
+    time budget run out in the background while new requests are served)."""
     max_body_bytes: int = 10_000_000
     """Largest accepted request body (ingest batches included)."""
     max_k: int = 100
@@ -569,9 +594,12 @@ class ApiSettings:
         host, _, port = self.bind.rpartition(":")
         if not host or not port.isdigit():
             out.append(f"api.bind must look like host:port, got {self.bind!r}")
-        for name in ("workers", "threads", "sync_threads", "max_k", "max_documents", "default_rate_per_min"):
+        for name in ("threads", "max_k", "max_documents", "default_rate_per_min"):
             if getattr(self, name) < 1:
                 out.append(f"api.{name} must be at least 1")
+        for name in ("workers", "sync_threads"):
+            if getattr(self, name) < 0:
+                out.append(f"api.{name} must be >= 0 (0 = automatic)")
         if self.sync_budget_s <= 0 or self.ready_timeout_s <= 0:
             out.append("api.sync_budget_s and api.ready_timeout_s must be positive")
         if self.max_body_bytes < 1024:
@@ -611,7 +639,8 @@ class JobsSettings:
     """Retries of a job step after a transient error (engine unavailable, Redis lost)."""
     retry_backoff_s: float = 2.0
     retry_backoff_max_s: float = 60.0
-    worker_concurrency: int = 2
+    worker_concurrency: int = 0
+    """Jobs at once per worker; 0 = one per core (``cpu.cores``)."""
     worker_pool: str = "prefork"
     """prefork (time limits enforced), threads or solo."""
     parallel_steps: bool = True
@@ -641,11 +670,11 @@ class JobsSettings:
                        "or running and delayed tasks would be delivered twice")
         if self.restore_interval_s <= 0 or self.queue_timeout_s <= 0:
             out.append("jobs.restore_interval_s and jobs.queue_timeout_s must be positive")
-        for name in ("max_attempts", "worker_concurrency", "webhook_max_attempts"):
+        for name in ("max_attempts", "webhook_max_attempts"):
             if getattr(self, name) < 1:
                 out.append(f"jobs.{name} must be at least 1")
-        if self.max_retries < 0 or self.llm_concurrency < 0:
-            out.append("jobs.max_retries and jobs.llm_concurrency must be >= 0")
+        if self.max_retries < 0 or self.llm_concurrency < 0 or self.worker_concurrency < 0:
+            out.append("jobs.max_retries, jobs.llm_concurrency and jobs.worker_concurrency must be >= 0")
         if self.worker_pool not in ("prefork", "threads", "solo"):
             out.append(f"jobs.worker_pool must be prefork, threads or solo, not {self.worker_pool!r}")
         return out
@@ -668,8 +697,9 @@ class AgentSettings:
     """Articles voted by similar training questions that join the pool (with a model folder)."""
     prefilter_depth: int = 30
     """Hits per retriever of the law-filtered pass."""
-    workers: int = 2
-    """Threads running a round's independent rewrites in-process."""
+    workers: int = 0
+    """Threads running a round's independent rewrites in-process; 0 = ``cpu.threads`` offline (the
+    rewrites compute), ``llm.max_concurrency`` with an LLM (they wait for it)."""
     cross_encoder_path: str = ""
     """Local sentence-transformers CrossEncoder folder for reranker=cross-encoder ('' = not available)."""
     llm_rerank_candidates: int = 20
@@ -686,8 +716,8 @@ class AgentSettings:
             out.append("agents.max_rounds must be between 0 and 4")
         if not 1 <= self.prune_to <= self.rewrite_depth:
             out.append("agents need 1 <= prune_to <= rewrite_depth")
-        if self.memory_candidates < 0 or self.prefilter_depth < 1 or self.workers < 1:
-            out.append("agents.memory_candidates must be >= 0, agents.prefilter_depth and agents.workers >= 1")
+        if self.memory_candidates < 0 or self.prefilter_depth < 1 or self.workers < 0:
+            out.append("agents.memory_candidates and agents.workers must be >= 0, agents.prefilter_depth >= 1")
         if not 1 <= self.llm_rerank_candidates <= 20:
             out.append("agents.llm_rerank_candidates must be between 1 and 20")
         return out
@@ -697,6 +727,7 @@ class AgentSettings:
 class Settings:
     """All settings, frozen. Build with :func:`load_settings`."""
 
+    cpu: CpuSettings = field(default_factory=CpuSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
     backend: BackendSettings = field(default_factory=BackendSettings)
     engine: EngineSettings = field(default_factory=EngineSettings)
