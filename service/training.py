@@ -498,7 +498,13 @@ def step_law_mixer(run: TrainingRun) -> None:
     evidence = [law_evidence(run.runtime, run.fold_models[fold_of[i]], data, i, run.index, run.graph, _depth(run))
                 for i in range(len(data.queries))]
     gold_laws = [{run.graph.law_of(d) for d in g} for g in data.golds]
-    run.law_mixer = mixer = LawMixer.fit(evidence, gold_laws)
+    try:
+        mixer = LawMixer.fit(evidence, gold_laws)
+    except ValueError as exc:  # e.g. a corpus of one law: nothing to mix, the classifier alone decides
+        run.say(f"no law mixer: {exc}; law prediction uses the classifier alone")
+        run.law_accuracy = {"skipped": str(exc)}
+        return
+    run.law_mixer = mixer
     run.fold_models = [replace(models, law_mixer=mixer) for models in run.fold_models]
     report = run.law_accuracy = _law_accuracy(evidence, gold_laws, mixer)
     run.say(f"law prediction (out of fold): top-1 {report['mixed']['top1']:.3f}, top-3 "

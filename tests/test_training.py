@@ -189,6 +189,21 @@ def test_the_calibration_measures_a_sample_when_asked(trained, tmp_path: Path) -
     assert len(measured) == len(set(measured)) == 4 and report.to_dict()["routing"]["calibrated_on"]["queries"] == 4
 
 
+def test_a_split_without_a_law_to_mix_trains_without_the_law_mixer(trained, tmp_path: Path) -> None:
+    runtime, _, _, _ = trained
+
+    def nothing_to_mix(evidence, gold):  # type: ignore[no-untyped-def]
+        raise ValueError("no training question has its gold law among the candidate laws")
+
+    with pytest.MonkeyPatch.context() as mp:  # as on a corpus of one law
+        mp.setattr(training.LawMixer, "fit", nothing_to_mix)
+        report = train_models(runtime, Dataset(MINI), "dev", tmp_path / "one-law", folds=2, calibration=None)
+    assert "law_mixer" not in json.loads((tmp_path / "one-law" / "manifest.json").read_text())["components"]
+    assert report.to_dict()["cv"]["law"] == {
+        "skipped": "no training question has its gold law among the candidate laws"}
+    assert load_models(tmp_path / "one-law").law_mixer is None
+
+
 def test_no_calibrate_stores_no_routing(trained, tmp_path: Path) -> None:
     runtime, _, _, _ = trained
     out = tmp_path / "plain"
