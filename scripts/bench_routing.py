@@ -87,7 +87,6 @@ def _summary(rows: list[dict[str, Any]], relevant: list[set[str]]) -> dict[str, 
 def _requests(runtime: Runtime, index: str, text: str, qid: str, lang: str) -> dict[str, SearchRequest]:
     routed = runtime.pipeline("routed")
     tier3 = dict(routed.router.strategy(3).options)  # type: ignore[attr-defined]
-    text = text[: runtime.settings.retrieval.max_query_chars]
 
     def req(**options: Any) -> SearchRequest:
         return SearchRequest(query=text, index=index, k=100, lang=lang, qid=qid, options=options)
@@ -117,25 +116,26 @@ def train(label: str, folder: str, models: Path, *, reuse: bool) -> dict[str, An
     return json.loads(manifest.read_text(encoding="utf-8"))
 
 
-def bench_dataset(runtime: Runtime, label: str, folder: str, *, dev_limit: int, manifest: dict[str, Any]
-                  ) -> dict[str, Any]:
+def bench_dataset(runtime: Runtime, label: str, folder: str, *, dev_limit: int, manifest: dict[str, Any],
+                  configs: Sequence[str] = CONFIGS) -> dict[str, Any]:
     dataset = Dataset(folder)
     index = ensure_dataset_index(runtime, dataset)
     load_before = os.getloadavg()
     queries, qrels = dataset.queries("dev"), dataset.qrels("dev")
     if dev_limit:
         queries = queries[:dev_limit]
-    print(f"## {label}: {len(queries)} dev queries x {len(CONFIGS)} configurations ...", file=sys.stderr, flush=True)
+    print(f"## {label}: {len(queries)} dev queries x {len(configs)} configurations ...", file=sys.stderr, flush=True)
     if queries:  # warm-up, untimed: models, per-index resources and the embedder load on first use
-        for config, request in _requests(runtime, index, queries[0].text, "warm-up", queries[0].lang).items():
-            runtime.pipeline(_pipeline_for(config)).run(request)
-    rows: dict[str, list[dict[str, Any]]] = {c: [] for c in CONFIGS}
+        warm_up = _requests(runtime, index, queries[0].text, "warm-up", queries[0].lang)
+        for config in configs:
+            runtime.pipeline(_pipeline_for(config)).run(warm_up[config])
+    rows: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
     per_query = []
     relevant = []
     for i, query in enumerate(queries):
         relevant.append(qrels.get(query.qid, set()))
         requests = _requests(runtime, index, query.text, query.qid, query.lang)
-        order = CONFIGS[i % len(CONFIGS):] + CONFIGS[: i % len(CONFIGS)]
+        order = [*configs[i % len(configs):], *configs[: i % len(configs)]]
         record: dict[str, Any] = {"qid": query.qid}
         for config in order:
             runtime.forget_query_caches()
@@ -158,7 +158,7 @@ def bench_dataset(runtime: Runtime, label: str, folder: str, *, dev_limit: int, 
         if (i + 1) % 25 == 0:
             print(f"   {i + 1}/{len(queries)}", file=sys.stderr, flush=True)
     no_cut = [{**r, "returned": min(10, len(r["ids"]))} for r in rows["routed"]]
-    summaries = {c: _summary(rows[c], relevant) for c in CONFIGS}
+    summaries = {c: _summary(rows[c], relevant) for c in configs}
     summaries["routed-no-cut"] = _summary(no_cut, relevant)
     tiers = [q["tier"] for q in per_query]
     tier_info = {"count": [tiers.count(t) for t in range(4)],
@@ -179,7 +179,8 @@ def _markdown(label: str, result: dict[str, Any]) -> str:
              "| configuration | R@10 | MRR@10 | R@100 | mean ms | p50 ms | p95 ms | R@10 vs agentic "
              "| mean latency vs agentic | LLM calls/q |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    for config in ("agentic", "routed", "routed-no-intrinsic", "routed-no-consistency", "routed-no-cut", "hybrid"):
+    for config in [c for c in ("agentic", "routed", "routed-no-intrinsic", "routed-no-consistency", "routed-no-cut",
+                                "hybrid") if c in s]:
         m = s[config]
         lat = m["latency_ms"]
         lines.append(f"| {LABELS[config]} | {m['recall@10']:.3f} | {m['mrr@10']:.3f} | {m['recall@100']:.3f} | "
@@ -189,7 +190,7 @@ def _markdown(label: str, result: dict[str, Any]) -> str:
     lines += ["", "Ablations (paper style; every row but the last is its own routed run):", "",
               "| routed | R@10 | MRR@10 | set P | set R | set F1 | mean ms | tiers 0/1/2/3 |",
               "|---|---|---|---|---|---|---|---|"]
-    for config in ("routed", "routed-no-intrinsic", "routed-no-consistency", "routed-no-cut"):
+    for config in [c for c in ("routed", "routed-no-intrinsic", "routed-no-consistency", "routed-no-cut") if c in s]:
         m = s[config]
         st, shares = m["set"], "/".join(f"{x:.0%}" for x in m.get("tier_shares", s["routed"]["tier_shares"]))
         name = "full" if config == "routed" else LABELS[config]
@@ -243,6 +244,8 @@ def main() -> int:
     parser.add_argument("--reuse-models", action="store_true",
                         help="do not train when ROOT/LABEL already holds a calibrated model (development only)")
     parser.add_argument("--dev-limit", type=int, default=0, help="dev queries (0 = all)")
+    parser.add_argument("--no-ablations", action="store_true",
+                        help="run always-agentic, routed and hybrid only (about half the time of the dev pass)")
     parser.add_argument("--out", help="write the full results as JSON here")
     parser.add_argument("--allow-fallback", action="store_true",
                         help="run even when the agentic pipelines are not registered (development only)")
@@ -265,7 +268,8 @@ def main() -> int:
         models = Path(args.models_root) / label
         manifest = train(label, folder, models, reuse=args.reuse_models)
         runtime = Runtime(base.settings.replace(index={"model_dir": str(models)}), backend=base.backend)
-        result = bench_dataset(runtime, label, folder, dev_limit=args.dev_limit, manifest=manifest)
+        configs = [c for c in CONFIGS if not (args.no_ablations and c.startswith("routed-"))]
+        result = bench_dataset(runtime, label, folder, dev_limit=args.dev_limit, manifest=manifest, configs=configs)
         report["datasets"][label] = result
         print(_markdown(label, result) + "\n", flush=True)
         if args.out:

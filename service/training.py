@@ -16,9 +16,10 @@ reranker, written to the manifest. The final parts are then fitted on the whole 
 Step 4 needs every tier's recall on questions the models have not seen, so it reuses the folds:
 for each fold, a complete model set of the other folds (that fold's parts, and a planner policy
 and rerankers fitted without its questions, with as many trees as the served ones) runs each
-tier on the fold's questions (:func:`service.routing.measure.collect_fit_data`). The grid
-search then sees every training question once, out of sample, measured with models about as
-strong and as costly as the served ones. The result goes into the manifest (entry ``routing``),
+tier on the fold's questions (:func:`service.routing.measure.collect_fit_data`): a seeded
+sample of :data:`CALIBRATION_QUESTIONS` spread over the folds, or all of them. The grid search
+then sees each measured question once, out of sample, measured with models about as strong and
+as costly as the served ones. The result goes into the manifest (entry ``routing``),
 and the routed pipeline uses it whenever it runs with this model folder.
 
 The work is a sequence of named steps over one :class:`TrainingRun` (:data:`STEPS`); each step
@@ -86,6 +87,10 @@ ROUND_GRID = (60, 120, 200, 300)
 
 DEFAULT_TARGETS = CalibrationTargets()
 """Routing calibration targets: 95 % of the top tier's Recall@10 at half its mean latency."""
+CALIBRATION_QUESTIONS = 300
+"""Questions the routing calibration measures every tier on (a seeded sample spread evenly over the
+folds; 0 = all). Measuring is most of the training time, and 300 questions bound the fit's recall
+and latency shares to about a percentage point (the bootstrap bounds in the manifest say how well)."""
 
 @dataclass
 class TrainingData:
@@ -372,7 +377,7 @@ def fit_citation_counter(data: TrainingData, parts: list[list[int]],
 
 
 def check_inputs(settings: Settings, dataset: Dataset, split: str, out: str | Path, *, folds: int = FOLDS,
-                 calibration: CalibrationTargets | None = None) -> None:
+                 calibration: CalibrationTargets | None = None, calibration_questions: int = 0) -> None:
     """Check everything that can be checked before the long work starts.
 
     The split must exist and hold at least ``folds`` questions with gold articles, none of them
@@ -385,6 +390,8 @@ def check_inputs(settings: Settings, dataset: Dataset, split: str, out: str | Pa
     """
     if not 2 <= folds <= 20:
         raise InvalidInput(f"--folds must be between 2 and 20, got {folds}")
+    if calibration_questions < 0:
+        raise InvalidInput(f"--calibration-questions must be 0 (all) or more, got {calibration_questions}")
     if calibration is not None and calibration.problems():
         raise InvalidInput("; ".join(calibration.problems()) + " (--recall-target, --latency-budget, --confidence)")
     if split not in dataset.splits():
@@ -431,6 +438,8 @@ class TrainingRun:
     folds: int = FOLDS
     calibration: CalibrationTargets | None = None
     """``None``: no routing calibration (``--no-calibrate``)."""
+    calibration_questions: int = CALIBRATION_QUESTIONS
+    """How many questions the calibration measures (0 = all; see :data:`CALIBRATION_QUESTIONS`)."""
     progress: Callable[[str], None] | None = None
     show_bars: bool = False
     index: str = ""
@@ -538,7 +547,13 @@ def step_law_mixer(run: TrainingRun) -> None:
     evidence = [law_evidence(run.runtime, run.fold_models[fold_of[i]], data, i, run.index, run.graph, _depth(run))
                 for i in range(len(data.queries))]
     gold_laws = [{run.graph.law_of(d) for d in g} for g in data.golds]
-    run.law_mixer = mixer = LawMixer.fit(evidence, gold_laws)
+    try:
+        mixer = LawMixer.fit(evidence, gold_laws)
+    except ValueError as exc:  # e.g. a corpus of one law: nothing to mix, the classifier alone decides
+        run.say(f"no law mixer: {exc}; law prediction uses the classifier alone")
+        run.law_accuracy = {"skipped": str(exc)}
+        return
+    run.law_mixer = mixer
     run.fold_models = [replace(models, law_mixer=mixer) for models in run.fold_models]
     report = run.law_accuracy = _law_accuracy(evidence, gold_laws, mixer)
     run.say(f"law prediction (out of fold): top-1 {report['mixed']['top1']:.3f}, top-3 "
@@ -657,10 +672,14 @@ def step_calibrate(run: TrainingRun) -> None:
     qrels = {q.qid: gold for q, gold in zip(data.queries, data.golds, strict=True)}
     settings = run.runtime.settings
     measured: list[FitData] = []
-    run.say(f"calibrating routing: every tier on every question, with the models of the other {run.folds - 1} folds")
+    sample = calibration_sample(run.parts, run.calibration_questions)
+    run.say(f"calibrating routing: every tier on {sum(map(len, sample))} questions, each with the models of the "
+            f"other {run.folds - 1} folds")
     with tempfile.TemporaryDirectory(prefix=".calibration-", dir=run.out) as scratch, \
-            run.bar(len(data.queries), "calibrate routing") as bar:
-        for f, held in enumerate(run.parts):
+            run.bar(sum(map(len, sample)), "calibrate routing") as bar:
+        for f, held in enumerate(sample):
+            if not held:
+                continue
             folder = _held_out_models(run, f).save(Path(scratch) / f"fold-{f + 1}")
             runtime = Runtime(settings.replace(index={"model_dir": str(folder)}), backend=run.runtime.backend,
                               embedder=run.runtime.index_embedder(run.index))
@@ -706,6 +725,7 @@ later step leaves working (uncalibrated) models behind."""
 
 def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path, *, folds: int = FOLDS,
                  calibration: CalibrationTargets | None = DEFAULT_TARGETS,
+                 calibration_questions: int = CALIBRATION_QUESTIONS,
                  progress: Callable[[str], None] | None = None, show_bars: bool = False) -> TrainReport:
     """Fit every learned part on ``split`` of ``dataset``, calibrate routing (unless ``calibration``
     is ``None``) and write the model folder ``out``.
@@ -715,8 +735,10 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
         DataError: for a split without usable questions.
         LexsearchError: from the engine.
     """
-    check_inputs(runtime.settings, dataset, split, out, folds=folds, calibration=calibration)
-    run = TrainingRun(runtime, dataset, split, Path(out), folds=folds, calibration=calibration, progress=progress,
+    check_inputs(runtime.settings, dataset, split, out, folds=folds, calibration=calibration,
+                 calibration_questions=calibration_questions)
+    run = TrainingRun(runtime, dataset, split, Path(out), folds=folds, calibration=calibration,
+                      calibration_questions=calibration_questions, progress=progress,
                       show_bars=show_bars)
     started = time.perf_counter()
     for step in STEPS:
@@ -735,6 +757,15 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
         run.info[ROUTING_ENTRY] = entries[ROUTING_ENTRY] = run.routing
     update_manifest(run.out, **entries)
     return TrainReport(run.info)
+
+
+def calibration_sample(parts: Sequence[Sequence[int]], questions: int, seed: int = SEED) -> list[list[int]]:
+    """At most ``questions`` rows (0 = all), drawn from each fold in proportion to its size (seeded)."""
+    total = sum(map(len, parts))
+    if not questions or questions >= total:
+        return [list(p) for p in parts]
+    rng = random.Random(seed)
+    return [sorted(rng.sample(list(p), round(questions * len(p) / total))) for p in parts]
 
 
 def _counted(items: Iterable[T], bar: tqdm) -> Iterator[T]:

@@ -17,11 +17,17 @@ pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[1]
 FILE = ROOT / "kibana" / "lexsearch-saved-objects.ndjson"
 TRACES = ROOT / "kibana" / "traces.ndjson"
+PATTERN, SEARCH = "lexsearch-corpora", "lexsearch-documents"
+VIS, DASHBOARD = "lexsearch-docs-per-law", "lexsearch-corpus"
 
 
 @pytest.fixture(scope="module")
 def objects() -> list[dict]:
     return load(FILE)
+
+
+def obj(objects: list[dict], object_id: str) -> dict:
+    return next(o for o in objects if o["id"] == object_id)
 
 
 def corpus_mapping(engine: Engine) -> dict:
@@ -38,18 +44,18 @@ def test_every_object_passes_the_import_rules(path: Path) -> None:
 
 
 @pytest.mark.parametrize(("break_it", "problem"), [
-    (lambda o: o[0].update(type="lens"), "not imported by both"),
-    (lambda o: o[0].update(extra=1), "envelope keys"),
-    (lambda o: o[3]["attributes"].update(visState='{"title": "x",'), "visState is not JSON"),
-    (lambda o: o[3]["attributes"].update(uiStateJSON="[]"), "uiStateJSON must hold a JSON dict"),
-    (lambda o: o[2]["attributes"]["kibanaSavedObjectMeta"].update(searchSourceJSON="{'query': 1}"),
+    (lambda o: obj(o, PATTERN).update(type="lens"), "not imported by both"),
+    (lambda o: obj(o, PATTERN).update(extra=1), "envelope keys"),
+    (lambda o: obj(o, VIS)["attributes"].update(visState='{"title": "x",'), "visState is not JSON"),
+    (lambda o: obj(o, VIS)["attributes"].update(uiStateJSON="[]"), "uiStateJSON must hold a JSON dict"),
+    (lambda o: obj(o, SEARCH)["attributes"]["kibanaSavedObjectMeta"].update(searchSourceJSON="{'query': 1}"),
      "searchSourceJSON is not JSON"),
-    (lambda o: o[0]["attributes"].update(fields="{}"), "fields must hold a JSON list"),
-    (lambda o: o[6]["references"][0].update(id="nope"), "points at missing visualization/nope"),
-    (lambda o: o[6]["references"][0].update(name="panel_9"), "have no reference"),
-    (lambda o: o[3]["references"][0].update(type="search"), "names no index-pattern reference"),
-    (lambda o: o[3]["attributes"].update(title="renamed"), "visState.title differs"),
-    (lambda o: o[2]["attributes"].update(sort=[["citation", "up"]]), "sort must be"),
+    (lambda o: obj(o, PATTERN)["attributes"].update(fields="{}"), "fields must hold a JSON list"),
+    (lambda o: obj(o, DASHBOARD)["references"][0].update(id="nope"), "points at missing visualization/nope"),
+    (lambda o: obj(o, DASHBOARD)["references"][0].update(name="panel_9"), "have no reference"),
+    (lambda o: obj(o, VIS)["references"][0].update(type="search"), "names no index-pattern reference"),
+    (lambda o: obj(o, VIS)["attributes"].update(title="renamed"), "visState.title differs"),
+    (lambda o: obj(o, SEARCH)["attributes"].update(sort=[["citation", "up"]]), "sort must be"),
 ])
 def test_the_import_rules_catch_broken_objects(objects, break_it, problem) -> None:
     broken = copy.deepcopy(objects)
@@ -80,10 +86,10 @@ def test_trace_fields_exist_in_the_traces_mapping() -> None:
 def test_field_checks_catch_missing_and_unaggregatable_fields(objects) -> None:
     fields = mapped_fields(corpus_mapping(Engine.OPENSEARCH))
     broken = copy.deepcopy(objects)
-    vis = json.loads(broken[3]["attributes"]["visState"])
+    vis = json.loads(obj(broken, VIS)["attributes"]["visState"])
     vis["aggs"][1]["params"]["field"] = "text"  # analysed text: no terms aggregation
-    broken[3]["attributes"]["visState"] = json.dumps(vis)
-    broken[2]["attributes"]["columns"].append("no_such_field")
+    obj(broken, VIS)["attributes"]["visState"] = json.dumps(vis)
+    obj(broken, SEARCH)["attributes"]["columns"].append("no_such_field")
     problems = field_problems(list(field_uses(broken)), fields, ["vector"])
     assert any("text is text: not aggregatable" in p for p in problems), problems
     assert any("no_such_field is not in the mapping" in p for p in problems), problems

@@ -18,7 +18,7 @@ from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
 from service.routing.measure import collect_fit_data
 from service.routing.tuning import CalibrationTargets
-from service.training import DEFAULT_TARGETS, folds_of, train_models
+from service.training import DEFAULT_TARGETS, calibration_sample, folds_of, train_models
 from tests.support.corpus import MINI
 
 pytestmark = pytest.mark.unit
@@ -48,6 +48,14 @@ def test_folds_partition_the_questions() -> None:
     folds = folds_of(11, 3)
     assert sorted(i for f in folds for i in f) == list(range(11)) and {len(f) for f in folds} <= {3, 4}
     assert folds == folds_of(11, 3)
+
+
+def test_the_calibration_sample_is_spread_over_the_folds() -> None:
+    folds = folds_of(1000, 5)
+    sample = calibration_sample(folds, 300)
+    assert [len(s) for s in sample] == [60] * 5 and all(set(s) <= set(f) for s, f in zip(sample, folds, strict=True))
+    assert sample == calibration_sample(folds, 300) and sample != calibration_sample(folds, 300, seed=1)
+    assert calibration_sample(folds, 0) == folds and calibration_sample(folds, 5000) == folds
 
 
 def test_training_writes_every_component(trained) -> None:
@@ -170,6 +178,35 @@ def test_routed_search_with_the_model_uses_its_calibration(trained) -> None:
         runtime.backend.update_metadata(report["index"], routing={})
 
 
+def test_the_calibration_measures_a_sample_when_asked(trained, tmp_path: Path) -> None:
+    runtime, _, _, _ = trained
+    measured: list[str] = []
+
+    def recording(pipe, queries, qrels, **kwargs):  # type: ignore[no-untyped-def]
+        measured.extend(q.qid for q in queries)
+        return collect_fit_data(pipe, queries, qrels, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(training, "collect_fit_data", recording)
+        report = train_models(runtime, Dataset(MINI), "dev", tmp_path / "sampled", folds=2, calibration_questions=4)
+    assert len(measured) == len(set(measured)) == 4 and report.to_dict()["routing"]["calibrated_on"]["queries"] == 4
+
+
+def test_a_split_without_a_law_to_mix_trains_without_the_law_mixer(trained, tmp_path: Path) -> None:
+    runtime, _, _, _ = trained
+
+    def nothing_to_mix(evidence, gold):  # type: ignore[no-untyped-def]
+        raise ValueError("no training question has its gold law among the candidate laws")
+
+    with pytest.MonkeyPatch.context() as mp:  # as on a corpus of one law
+        mp.setattr(training.LawMixer, "fit", nothing_to_mix)
+        report = train_models(runtime, Dataset(MINI), "dev", tmp_path / "one-law", folds=2, calibration=None)
+    assert "law_mixer" not in json.loads((tmp_path / "one-law" / "manifest.json").read_text())["components"]
+    assert report.to_dict()["cv"]["law"] == {
+        "skipped": "no training question has its gold law among the candidate laws"}
+    assert load_models(tmp_path / "one-law").law_mixer is None
+
+
 def test_no_calibrate_stores_no_routing(trained, tmp_path: Path) -> None:
     runtime, _, _, _ = trained
     out = tmp_path / "plain"
@@ -189,6 +226,7 @@ def test_no_calibrate_stores_no_routing(trained, tmp_path: Path) -> None:
     ("out-unwritable", "cannot write the model folder"),
     ("folds", "--folds must be between 2 and 20"),
     ("targets", "latency budget"),
+    ("questions", "--calibration-questions must be 0"),
 ])
 def test_inputs_are_checked_before_any_long_work(tmp_path: Path, case: str, message: str) -> None:
     limit = 40 if case == "long" else 8000
@@ -212,7 +250,8 @@ def test_inputs_are_checked_before_any_long_work(tmp_path: Path, case: str, mess
                             "".join(f"q{i}\t0\t17083\t1\n" for i in range(4)))
     runtime = Runtime(settings)  # no embedder or backend is built before the checks pass
     with pytest.raises(InvalidInput, match=message):
-        train_models(runtime, dataset, split, out, folds=folds, calibration=targets)
+        train_models(runtime, dataset, split, out, folds=folds, calibration=targets,
+                     calibration_questions=-1 if case == "questions" else 300)
     assert not (tmp_path / "indices").exists() and not runtime._embedders and runtime._backend is None
 
 

@@ -33,6 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="skip the routing calibration (routed search then uses the index's or the settings' "
                         "thresholds)")
     add_calibration_options(p)
+    p.add_argument("--calibration-questions", type=int, metavar="N",
+                   help="measure every tier on N questions of the split, spread over the folds (0 = all; "
+                        "default 300: measuring is most of the training time)")
     p.add_argument("--json", dest="json_out", metavar="OUT", help="write the training report as JSON")
     add_common_options(p)
     p.set_defaults(run=run)
@@ -40,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from service.routing.tuning import CalibrationTargets
-    from service.training import train_models
+    from service.training import CALIBRATION_QUESTIONS, train_models
 
     settings = settings_from_args(args)
     check_output_path(args.json_out, "--json")  # --out: checked with the other inputs by train_models
@@ -48,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     targets = CalibrationTargets(args.recall_target, args.latency_budget, args.confidence) if args.calibrate else None
     runtime = Runtime(settings)
     report = train_models(runtime, dataset, args.split, args.out, folds=args.folds, calibration=targets,
+                          calibration_questions=(CALIBRATION_QUESTIONS if args.calibration_questions is None
+                                                 else args.calibration_questions),
                           progress=info, show_bars=progress_enabled())
     cv = report.info["cv"]
     print(f"wrote {args.out}: {report.info['questions']} questions, cross-validated agentic Recall@10 "
