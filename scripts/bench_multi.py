@@ -65,17 +65,18 @@ CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
     "hybrid": ("hybrid", {}),
     "hybrid+rerank": ("hybrid+rerank", {"reranker": "learned"}),
     "landed": ("agentic", {"reranker": "learned", "issues": "0", "cocitation": "0", "sections": "0"}),
-    "sections": ("agentic", {"reranker": "learned", "issues": "0", "cocitation": "0"}),
-    "issues": ("agentic", {"reranker": "learned", "quotas": "0", "balance": "0", "cocitation": "0"}),
-    "quotas": ("agentic", {"reranker": "learned", "balance": "0", "cocitation": "0"}),
-    "balance": ("agentic", {"reranker": "learned", "cocitation": "0"}),
+    "sections": ("agentic", {"reranker": "learned", "issues": "0", "cocitation": "0", "sections": "1"}),
+    "issues": ("agentic", {"reranker": "learned", "quotas": "0", "balance": "0", "cocitation": "0", "sections": "1"}),
+    "quotas": ("agentic", {"reranker": "learned", "balance": "0", "cocitation": "0", "sections": "1"}),
+    "balance": ("agentic", {"reranker": "learned", "cocitation": "0", "sections": "1"}),
+    "agentic+sections": ("agentic", {"reranker": "learned", "sections": "1"}),
     "agentic": ("agentic", {"reranker": "learned"}),
 }
 """Label → (pipeline, options), each step adding to the one before: ``landed`` (no issue search, no
 co-citation, no section pass), ``sections`` (the prefilter's section pass), ``issues`` (issues
 searched, ranking what the pool has), ``quotas`` (each issue's finds join the pool), ``balance``
-(each issue's best candidate gets a place in the first ten) and ``agentic``, the default as it ships
-(plus co-citation expansion)."""
+(each issue's best candidate gets a place in the first ten), ``agentic+sections`` (plus co-citation
+expansion), and ``agentic``, the default as it ships (without the whole question's section pass)."""
 
 
 def _gold_found(ranked: list[str], gold: set[str], k: int) -> int:

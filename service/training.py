@@ -537,9 +537,12 @@ def step_fold_parts(run: TrainingRun) -> None:
 
 def step_law_mixer(run: TrainingRun) -> None:
     """The law mixer, from classifier probabilities that did not see the question. A corpus of one law
-    (the BGB of GerLayQA, the Civil Code of COLIEE) has nothing to mix: no mixer, no law report."""
+    (the BGB of GerLayQA, the Civil Code of COLIEE) has nothing to mix: no mixer, and no retrieval
+    per question to find that out."""
     assert run.graph is not None
     if len(run.graph.laws()) < 2:
+        run.say("no law mixer: the corpus has one law")
+        run.law_accuracy = {"skipped": "the corpus has one law"}
         return
     data = run.prepared()
     run.say("fitting the law mixer (classifier, retrieval and mention evidence)")
@@ -633,7 +636,7 @@ def step_rerankers(run: TrainingRun) -> None:
                                               "joined": (round(cv.joined[(rounds, r)], 4)
                                                          if (rounds, r) in cv.joined else None)}
                                      for r in RESERVES},
-                      "law": run.law_accuracy or None,
+                      "law": run.law_accuracy,
                       "citation_count": {"multiplier": counter.multiplier, "cliff": counter.cliff,
                                          "fixed_k": counter.fixed_k}}
 

@@ -45,7 +45,9 @@ class AgenticOptions:
         quotas: let each issue's finds join the pool (off: issues only rank candidates already there).
         cocitation: add the training companions of the best candidates (needs a model folder).
         balance: give each issue's best candidates a place in the first ten.
-        sections: the section pass of the prefilter (the most likely sections' articles).
+        sections: the section pass of the prefilter for the whole question (the most likely sections'
+            articles). Off by default: it lost recall on STARD dev and MRR on COLIEE dev (docs/BENCHMARKS.md,
+            "Multi-issue questions"); the issues of a multi-issue question keep their own section passes.
     """
 
     reranker: str = "learned"
@@ -58,7 +60,7 @@ class AgenticOptions:
     quotas: bool = True
     cocitation: bool = True
     balance: bool = True
-    sections: bool = True
+    sections: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, Any], defaults: AgenticOptions) -> AgenticOptions:
@@ -101,7 +103,7 @@ class AgenticOptions:
                    prefilter=bool(data["prefilter"]), hyde=bool(data["hyde"]), citations=bool(data["citations"]),
                    issues=bool(data.get("issues", True)), quotas=bool(data.get("quotas", True)),
                    cocitation=bool(data.get("cocitation", True)), balance=bool(data.get("balance", True)),
-                   sections=bool(data.get("sections", True)))
+                   sections=bool(data.get("sections", False)))
 
 
 # ----- state and steps -------------------------------------------------------------------------
