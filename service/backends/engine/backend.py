@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from service.analysis.chain import analyzer_for
+from service.analysis.crosslingual import bm25_query_weights
 from service.backends import _requests as req
 from service.backends._requests import CorpusKind
 from service.backends.base import IndexReport, IndexStats
@@ -305,7 +305,7 @@ class EngineBackend:
         if not fm.bm25_tokens:
             return req.match_body(query, k=k, filters=filters, fields=fm) if query.strip() else None
         # the same weighted terms as the embedded engine: token counts plus half-weight synonym expansions
-        weights = analyzer_for(self.catalog.query_language(name, query, lang)).query_weights(query)
+        weights = bm25_query_weights(query, self.catalog.query_languages(name), lang)
         if not any(w > 0 for w in weights.values()):
             return None
         return req.bm25_body(weights, k=k, filters=filters, fields=fm)
