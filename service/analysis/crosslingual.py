@@ -5,7 +5,8 @@ words with it, so BM25 (which only matches words) finds nothing and leaves hybri
 embedder alone. Where a bilingual legal glossary exists (``analyzers/glossary/<from>-<to>.txt``,
 Solr synonym format: English words on the left, the words the statutes of the other language use on
 the right), the question's words are translated through it: each glossary entry that the question
-contains adds its target-language terms, analysed with the target language's chain, at weight 1,
+contains adds its target-language terms, analysed with the target language's chain, weighted by the
+number of words of the entry (a specific phrase such as "share of the inheritance" outweighs "share"),
 and the target language's own synonym rules then apply to them. The question's own words stay, at
 :data:`UNTRANSLATED_WEIGHT` (names, numbers and shared words such as "police" still match).
 
@@ -64,9 +65,9 @@ def bm25_query_weights(query: str, languages: Sequence[str], lang: str = "") -> 
 
 
 def translated_weights(query: str, source: str, target: str, rules: SynonymRules) -> dict[str, float]:
-    """``query`` (in ``source``) as weighted ``target`` terms: each glossary translation at weight 1 (however
-    many entries give it), the target's synonym expansions of them at :data:`SYNONYM_WEIGHT`, and the
-    question's own words at :data:`UNTRANSLATED_WEIGHT`."""
+    """``query`` (in ``source``) as weighted ``target`` terms: each glossary translation weighs the number of
+    words of the longest entry that gives it (once, however many entries do), the target's synonym
+    expansions of them :data:`SYNONYM_WEIGHT`, and the question's own words :data:`UNTRANSLATED_WEIGHT`."""
     tokens = analyzer_for(source).tokens(query)
     translated: dict[str, float] = {}
     for trigger, targets in rules.matches(tokens):

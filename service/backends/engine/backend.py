@@ -311,7 +311,8 @@ class EngineBackend:
         fm = info.field_map
         if not fm.bm25_tokens:
             return req.match_body(query, k=k, filters=filters, fields=fm) if query.strip() else None
-        # the same weighted terms as the embedded engine: token counts plus half-weight synonym expansions
+        # the same weighted terms as the embedded engine: token counts plus synonym expansions (or glossary
+        # translations of a question in a language the index lacks)
         weights = bm25_query_weights(query, self.catalog.query_languages(name), lang)
         if not any(w > 0 for w in weights.values()):
             return None
