@@ -19,9 +19,11 @@ install: $(BIN)/python
 install-dev: $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[st,dev]'
 
-## system-deps: Debian packages the tests need: Redis (started for real), a JDK 17 with Maven, curl and unzip
+## system-deps: Debian packages the tests need: Redis (started for real), a JDK 17 with Maven, curl, unzip and
+## docker-compose (`config -q` checks docker-compose.yml)
 ## (scripts/opensearch-local and scripts/elasticsearch-local assemble the engines from Maven Central)
-SYSTEM_PACKAGES := redis-server:redis-server javac:openjdk-17-jdk-headless mvn:maven curl:curl unzip:unzip
+SYSTEM_PACKAGES := redis-server:redis-server javac:openjdk-17-jdk-headless mvn:maven curl:curl unzip:unzip \
+                   docker-compose:docker-compose
 system-deps:
 	@missing=""; for pair in $(SYSTEM_PACKAGES); do \
 	  command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair#*:}"; done; \

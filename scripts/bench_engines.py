@@ -18,6 +18,10 @@ In one process it
    min-max normalisation, and RRF k=60) from those same result lists, and prints medians (p50), p95
    and engine/embedded ratios.
 
+``--end-to-end`` adds ``search``: the whole hybrid search a user waits for, ``HybridPipeline.run``
+with the query embedded anew each time (no cache; the same embedder on both sides), the probe,
+fusion and the ten hits' documents fetched, interleaved like the rest.
+
 ``--native`` adds the engine's own fusion where there is one (OpenSearch with the neural-search
 plugin: ``hybrid()`` with the linear/min-max and the RRF search pipeline), timed and scored beside
 client-side fusion. ``--per-shard-stats`` adds each engine once more with
@@ -60,7 +64,7 @@ from service.corpus.views import embedding_text  # noqa: E402
 from service.embeddings.cache import CachedEmbedder  # noqa: E402
 from service.evaluation import metrics  # noqa: E402
 from service.indexing import index_documents, rebuild_embedded, with_citations  # noqa: E402
-from service.pipelines.base import Probe  # noqa: E402
+from service.pipelines.base import Probe, SearchRequest  # noqa: E402
 from service.pipelines.build import build_embedder  # noqa: E402
 from service.pipelines.hybrid import HybridPipeline  # noqa: E402
 
@@ -110,13 +114,16 @@ def build_all(settings: Settings, embedder: CachedEmbedder, dataset: Dataset, ro
 
 
 def query_pass(backends: dict[str, SearchBackend], modes: dict[str, tuple[str, ...]], index: str, query, vector,
-               depth: int, native: dict[str, RetrievalSettings], fuser: HybridPipeline):
+               depth: int, native: dict[str, RetrievalSettings], fuser: HybridPipeline,
+               searchers: dict[str, HybridPipeline]):
     """One query on every backend, mode by mode: yields (backend, mode, ms, result) as it goes."""
-    for mode in (*MODES, *native):
+    for mode in (*MODES, *native, *(("search",) if searchers else ())):
         for name, backend in backends.items():
             if mode not in modes[name]:
                 continue
-            if mode == "bm25":
+            if mode == "search":
+                result, ms = timed(searchers[name].run, SearchRequest(query.text, index, k=10, lang=query.lang))
+            elif mode == "bm25":
                 result, ms = timed(backend.bm25, index, query.text, k=depth, lang=query.lang)
             elif mode == "knn":
                 result, ms = timed(backend.knn, index, vector, k=depth)
@@ -135,6 +142,9 @@ def record_run(runs: dict[str, list[list[str]]], mode: str, result, fusers: dict
     """Keep the ranking of one call for scoring: a probe gives bm25, knn and every client-side fusion."""
     if mode in ("bm25", "knn"):
         return  # taken from the probe, which returns the same lists
+    if mode == "search":
+        runs[mode].append([h.doc_id for h in result.hits])
+        return
     if mode != "hybrid":
         runs[mode].append([h.doc_id for h in result])
         return
@@ -186,6 +196,8 @@ def main() -> int:
                         help="also query each engine with search_type=query_then_fetch (label <engine>/qtf)")
     parser.add_argument("--native", action="store_true",
                         help="also time and score the engine's own hybrid fusion where it has one (OpenSearch)")
+    parser.add_argument("--end-to-end", action="store_true",
+                        help="also time the whole hybrid search (query embedding, probe, fusion, documents)")
     parser.add_argument("--out", help="write the results as JSON here")
     args = parser.parse_args()
 
@@ -223,9 +235,13 @@ def main() -> int:
     native = {f"native_{fusion}": fusions[client] for fusion, client in (("linear", "hybrid_minmax"),
                                                                           ("rrf", "hybrid_rrf"))} if args.native else {}
     modes = {b: MODES + (tuple(native) if isinstance(backend, NativeFusion) and "/" not in b else ())
-             for b, backend in backends.items()}
+             + (("search",) if args.end_to_end else ()) for b, backend in backends.items()}
+    # The uncached embedder: each search embeds its question, as a new question would be.
+    searchers = ({b: HybridPipeline(backend, embedder.inner, settings.retrieval, mode="hybrid")
+                  for b, backend in backends.items()} if args.end_to_end else {})
     runs: dict[str, dict[str, list[list[str]]]] = {
-        b: {"bm25": [], "knn": [], **{f: [] for f in fusions}, **{m: [] for m in modes[b] if m in native}}
+        b: {"bm25": [], "knn": [], **{f: [] for f in fusions},
+            **{m: [] for m in modes[b] if m in native or m == "search"}}
         for b in backends}
     query_load_start = load_load()
     # One pass per engine, each interleaved query by query with the embedded engine, so an engine's
@@ -238,7 +254,7 @@ def main() -> int:
         record = {engine_name} | ({"embedded"} if not runs["embedded"]["bm25"] else set())
         for i, (query, vector) in enumerate(zip(queries, vectors, strict=True)):
             for name, mode, ms, result in query_pass(in_pass, modes, args.index, query, vector, depth, native,
-                                                     fusers["hybrid"]):
+                                                     fusers["hybrid"], searchers):
                 if i >= args.warmup:
                     latency[engine_name][name][mode].append(ms)
                 if name in record:
@@ -301,7 +317,7 @@ def print_report(report: dict) -> None:
                 row += f"{v['p50']:>12.2f} {v['p95']:>7.2f} {v['p50'] / base[mode]['p50']:>6.2f} "
             print(row)
             for mode in (m for m in modes if m not in MODES):
-                v, ratio = modes[mode], modes[mode]["p50"] / base["hybrid"]["p50"]
+                v, ratio = modes[mode], modes[mode]["p50"] / base.get(mode, base["hybrid"])["p50"]
                 print(f"{'':<41} {mode} p50 {v['p50']:.2f} p95 {v['p95']:.2f} x {ratio:.2f} "
                       f"(client fusion on {name}: p50 {modes['hybrid']['p50']:.2f})")
     if report["indexing"]:

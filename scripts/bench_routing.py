@@ -1,58 +1,53 @@
 #!/usr/bin/env python3
-"""Routing benchmark (issue 5): routed vs always-agentic, cliff cut vs fixed top-10, ablations, tiers.
+"""Routing benchmark (issues 5 and 14): ``lexsearch train`` alone, then routed vs always-agentic on dev.
 
-    python scripts/bench_routing.py --out runs/routing.json --models stard=models/stard \
-        --models gerlayqa=models/gerlayqa stard=data/stard-split gerlayqa=data/gerlayqa-split
+    python scripts/bench_routing.py --out runs/routing.json stard=data/stard-split gerlayqa=data/gerlayqa-split
     python scripts/plot_routing_tiers.py runs/routing.json docs/routing-tiers.png
 
 For each dataset folder (a derived split folder with ``fit`` and ``dev``):
 
-1. Calibration, on the fit split only. The trained models were fitted on all of fit, so fit
-   queries would be scored in-sample (the question memory finds the question itself). The fit split
-   is therefore carved once more (``var/routing/<label>-cal``: cal_train 70% / cal_hold 30%, seed
-   7); models are trained on cal_train (``var/routing/<label>-cal-models``, reused when present),
-   and ``lexsearch calibrate`` runs on cal_hold with them (the first ``--fit-limit`` queries): their
-   rankings give each tier's recall, while the tiers' latencies are timed with the serving models
-   (``--models``; ``lexsearch calibrate --latency-model``), whose planner rounds and reranker size
-   are those the dev pass will see.
-   Thresholds, gamma and the cut are stored with the index; QSI's label-free calibration is made
-   first if missing.
-2. ONE pass over the dev split with the models trained on all of fit (``--models LABEL=DIR``). For
-   every query each configuration runs once, one after the other, in an order that rotates from
-   query to query so load drift on the shared machine hits all of them alike; the query-embedding
-   cache is cleared before each, so every configuration pays for its own embedding. Configurations:
-   always-agentic (the tier-3 strategy: full agentic), routed, routed without intrinsic complexity,
-   routed without retrieval consistency, and plain hybrid (tier 0). "Routed without dynamic cut" is
-   the routed run's own ranking with a fixed top-10 set (the cut is a pure post-processing step, so
-   the ranking and latency are those of the routed run). One untimed warm-up query per
-   configuration comes first.
+1. ``lexsearch train --data FOLDER --split fit --out MODELS/LABEL``: nothing else. Training carves
+   its own cross-fitted calibration folds out of fit and stores the routing calibration
+   (thresholds, gamma, cut) in the model folder; dev is never seen. ``--reuse-models`` skips this
+   step for a model folder that already holds a calibration (development only: the benchmark of
+   record trains).
+2. ONE pass over the dev split with that model folder. For every query each configuration runs
+   once, one after the other, in an order that rotates from query to query so load drift on the
+   shared machine hits all of them alike; the query caches (embeddings, question terms, law
+   predictions) are emptied before each, so every configuration pays for its own. Configurations:
+   always-agentic (the tier-3 strategy: full agentic), routed, routed without intrinsic
+   complexity, routed without retrieval consistency, and plain hybrid (tier 0). "Routed without
+   dynamic cut" is the routed run's own ranking with a fixed top-10 set (the cut is a pure
+   post-processing step, so the ranking and latency are those of the routed run). One untimed
+   warm-up query per configuration comes first.
 
-It prints Markdown tables (quality, latency, set precision/recall/F1, tier distribution) and writes
-everything, including per-query tiers and latencies, to ``--out`` as JSON.
+It prints Markdown tables (quality, latency, set precision/recall/F1, tier distribution) and the
+acceptance check (routed keeps >= 95 % of the always-agentic Recall@10 at <= 50 % of its mean
+latency), and writes everything, including per-query tiers and latencies and the load average
+before and after each dataset, to ``--out`` as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from service.cli import main as cli_main
-from service.commands.calibrate import calibrate
 from service.config import load_settings
-from service.corpus.datasets import Dataset, carve_split
+from service.corpus.datasets import Dataset
 from service.evaluation import metrics
 from service.evaluation.dataset_index import ensure_dataset_index
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime, pipeline_names
 
-CAL_ROOT = Path("var/routing")
-CAL_TRAIN, CAL_HOLD, CAL_SEED = "cal_train", "cal_hold", 7
 CONFIGS = ("agentic", "routed", "routed-no-intrinsic", "routed-no-consistency", "hybrid")
 LABELS = {
     "agentic": "always agentic (tier-3 strategy)",
@@ -92,7 +87,6 @@ def _summary(rows: list[dict[str, Any]], relevant: list[set[str]]) -> dict[str, 
 def _requests(runtime: Runtime, index: str, text: str, qid: str, lang: str) -> dict[str, SearchRequest]:
     routed = runtime.pipeline("routed")
     tier3 = dict(routed.router.strategy(3).options)  # type: ignore[attr-defined]
-    text = text[: runtime.settings.retrieval.max_query_chars]
 
     def req(**options: Any) -> SearchRequest:
         return SearchRequest(query=text, index=index, k=100, lang=lang, qid=qid, options=options)
@@ -110,47 +104,38 @@ def _pipeline_for(config: str) -> str:
     return config if config in ("agentic", "hybrid") else "routed"
 
 
-def calibration_setup(runtime: Runtime, label: str, folder: str) -> tuple[Dataset, str]:
-    """The held-out calibration folder carved from fit, and models trained on its other part."""
-    cal_folder = CAL_ROOT / f"{label}-cal"
-    if not (cal_folder / f"queries.{CAL_HOLD}.tsv").is_file():
-        carve_split(Dataset(folder), "fit", cal_folder, parts={CAL_TRAIN: 0.7, CAL_HOLD: 0.3}, seed=CAL_SEED)
-    cal_models = CAL_ROOT / f"{label}-cal-models"
-    if not (cal_models / "manifest.json").is_file():
-        print(f"## {label}: training calibration models on {CAL_TRAIN} ...", file=sys.stderr, flush=True)
-        code = cli_main(["train", "--data", str(cal_folder), "--split", CAL_TRAIN, "--out", str(cal_models)])
+def train(label: str, folder: str, models: Path, *, reuse: bool) -> dict[str, Any]:
+    """``lexsearch train`` on the fit split (skipped with ``reuse`` when a calibrated folder exists);
+    returns the model folder's manifest."""
+    manifest = models / "manifest.json"
+    if not (reuse and manifest.is_file() and "routing" in json.loads(manifest.read_text(encoding="utf-8"))):
+        print(f"## {label}: lexsearch train --data {folder} --split fit --out {models}", file=sys.stderr, flush=True)
+        code = cli_main(["train", "--data", folder, "--split", "fit", "--out", str(models)])
         if code:
-            raise SystemExit(f"training the calibration models failed ({code})")
-    return Dataset(cal_folder), str(cal_models)
+            raise SystemExit(f"training {label} failed ({code})")
+    return json.loads(manifest.read_text(encoding="utf-8"))
 
 
-def bench_dataset(runtime: Runtime, label: str, folder: str, *, fit_limit: int, dev_limit: int,
-                  recall_target: float, latency_budget: float) -> dict[str, Any]:
+def bench_dataset(runtime: Runtime, label: str, folder: str, *, dev_limit: int, manifest: dict[str, Any],
+                  configs: Sequence[str] = CONFIGS) -> dict[str, Any]:
     dataset = Dataset(folder)
     index = ensure_dataset_index(runtime, dataset)
-    cal_dataset, cal_models = calibration_setup(runtime, label, folder)
-    cal_runtime = Runtime(runtime.settings.replace(index={"model_dir": cal_models}),
-                          embedder=runtime.index_embedder(index))
-    print(f"\n## {label}: calibrating on {CAL_HOLD} ({fit_limit or 'all'} queries) ...", file=sys.stderr, flush=True)
-    started = time.perf_counter()
-    serving = runtime if runtime.settings.index.model_dir else None
-    entry = calibrate(cal_runtime, cal_dataset, CAL_HOLD, limit=fit_limit, recall_target=recall_target,
-                      latency_budget=latency_budget, latency_runtime=serving)
-    calibrate_s = time.perf_counter() - started
+    load_before = os.getloadavg()
     queries, qrels = dataset.queries("dev"), dataset.qrels("dev")
     if dev_limit:
         queries = queries[:dev_limit]
-    print(f"## {label}: {len(queries)} dev queries x {len(CONFIGS)} configurations ...", file=sys.stderr, flush=True)
+    print(f"## {label}: {len(queries)} dev queries x {len(configs)} configurations ...", file=sys.stderr, flush=True)
     if queries:  # warm-up, untimed: models, per-index resources and the embedder load on first use
-        for config, request in _requests(runtime, index, queries[0].text, "warm-up", queries[0].lang).items():
-            runtime.pipeline(_pipeline_for(config)).run(request)
-    rows: dict[str, list[dict[str, Any]]] = {c: [] for c in CONFIGS}
+        warm_up = _requests(runtime, index, queries[0].text, "warm-up", queries[0].lang)
+        for config in configs:
+            runtime.pipeline(_pipeline_for(config)).run(warm_up[config])
+    rows: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
     per_query = []
     relevant = []
     for i, query in enumerate(queries):
         relevant.append(qrels.get(query.qid, set()))
         requests = _requests(runtime, index, query.text, query.qid, query.lang)
-        order = CONFIGS[i % len(CONFIGS):] + CONFIGS[: i % len(CONFIGS)]
+        order = [*configs[i % len(configs):], *configs[: i % len(configs)]]
         record: dict[str, Any] = {"qid": query.qid}
         for config in order:
             runtime.forget_query_caches()
@@ -173,7 +158,7 @@ def bench_dataset(runtime: Runtime, label: str, folder: str, *, fit_limit: int, 
         if (i + 1) % 25 == 0:
             print(f"   {i + 1}/{len(queries)}", file=sys.stderr, flush=True)
     no_cut = [{**r, "returned": min(10, len(r["ids"]))} for r in rows["routed"]]
-    summaries = {c: _summary(rows[c], relevant) for c in CONFIGS}
+    summaries = {c: _summary(rows[c], relevant) for c in configs}
     summaries["routed-no-cut"] = _summary(no_cut, relevant)
     tiers = [q["tier"] for q in per_query]
     tier_info = {"count": [tiers.count(t) for t in range(4)],
@@ -181,9 +166,10 @@ def bench_dataset(runtime: Runtime, label: str, folder: str, *, fit_limit: int, 
                  "latency_mean_ms": [statistics.fmean([q["routed_ms"] for q in per_query if q["tier"] == t])
                                      if t in tiers else None for t in range(4)],
                  "fallbacks": sum(1 for q in per_query if q["fallback"])}
-    return {"folder": folder, "index": index, "queries": len(queries), "calibration": entry,
-            "calibrate_seconds": round(calibrate_s, 1), "summaries": summaries, "tiers": tier_info,
-            "per_query": per_query}
+    return {"folder": folder, "index": index, "queries": len(queries), "models": runtime.settings.index.model_dir,
+            "calibration": manifest["routing"], "training_seconds": manifest.get("timings_s", {}),
+            "load_average": {"before": load_before, "after": os.getloadavg()}, "summaries": summaries,
+            "tiers": tier_info, "per_query": per_query}
 
 
 def _markdown(label: str, result: dict[str, Any]) -> str:
@@ -193,7 +179,8 @@ def _markdown(label: str, result: dict[str, Any]) -> str:
              "| configuration | R@10 | MRR@10 | R@100 | mean ms | p50 ms | p95 ms | R@10 vs agentic "
              "| mean latency vs agentic | LLM calls/q |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    for config in ("agentic", "routed", "routed-no-intrinsic", "routed-no-consistency", "routed-no-cut", "hybrid"):
+    for config in [c for c in ("agentic", "routed", "routed-no-intrinsic", "routed-no-consistency", "routed-no-cut",
+                                "hybrid") if c in s]:
         m = s[config]
         lat = m["latency_ms"]
         lines.append(f"| {LABELS[config]} | {m['recall@10']:.3f} | {m['mrr@10']:.3f} | {m['recall@100']:.3f} | "
@@ -203,7 +190,7 @@ def _markdown(label: str, result: dict[str, Any]) -> str:
     lines += ["", "Ablations (paper style; every row but the last is its own routed run):", "",
               "| routed | R@10 | MRR@10 | set P | set R | set F1 | mean ms | tiers 0/1/2/3 |",
               "|---|---|---|---|---|---|---|---|"]
-    for config in ("routed", "routed-no-intrinsic", "routed-no-consistency", "routed-no-cut"):
+    for config in [c for c in ("routed", "routed-no-intrinsic", "routed-no-consistency", "routed-no-cut") if c in s]:
         m = s[config]
         st, shares = m["set"], "/".join(f"{x:.0%}" for x in m.get("tier_shares", s["routed"]["tier_shares"]))
         name = "full" if config == "routed" else LABELS[config]
@@ -220,23 +207,46 @@ def _markdown(label: str, result: dict[str, Any]) -> str:
         ms = t["latency_mean_ms"][tier]
         lines.append(f"| {tier} | {t['count'][tier]} | {t['share'][tier]:.1%} | {'-' if ms is None else f'{ms:.0f}'} |")
     cal = result["calibration"]
-    on = cal["calibrated_on"]
-    lines += ["", f"Calibration ({on['split']} part of fit, {on['queries']} queries): thresholds {cal['thresholds']}, "
-                  f"gamma {cal['gamma']}, cut sigma {cal['cut']['sigma']} min_k {cal['cut']['min_k']} "
-                  f"max_k {cal['cut']['max_k']}; strategy fallbacks on dev: {t['fallbacks']}."]
+    fit = cal["fit"]["routing"]
+    lines += ["", f"Calibration (lexsearch train, {cal['calibrated_on']['folds']} cross-fitted folds of "
+                  f"{cal['calibrated_on']['split']}, {cal['calibrated_on']['queries']} questions): thresholds "
+                  f"{cal['thresholds']}, gamma {cal['gamma']}, cut sigma {cal['cut']['sigma']} min_k "
+                  f"{cal['cut']['min_k']} max_k {cal['cut']['max_k']}, rule {fit['rule']} (kept share >= "
+                  f"{fit['kept_share_lower_bound']:.1%}, latency share <= {fit['latency_share_upper_bound']:.1%}); "
+                  f"strategy fallbacks on dev: {t['fallbacks']}.",
+              f"Training: {_seconds(result['training_seconds'])}. Load average before/after the dev pass: "
+              f"{_load(result['load_average']['before'])} / {_load(result['load_average']['after'])}.",
+              "", f"Acceptance: {acceptance(result)}"]
     return "\n".join(lines)
+
+
+def acceptance(result: dict[str, Any]) -> str:
+    """Routed keeps >= 95 % of the always-agentic Recall@10 at <= 50 % of its mean latency?"""
+    s = result["summaries"]
+    kept = s["routed"]["recall@10"] / max(s["agentic"]["recall@10"], 1e-9)
+    share = s["routed"]["latency_ms"]["mean"] / max(s["agentic"]["latency_ms"]["mean"], 1e-9)
+    verdict = "met" if kept >= 0.95 and share <= 0.5 else "NOT met"
+    return f"{verdict}: routed keeps {kept:.1%} of the always-agentic Recall@10 at {share:.1%} of its mean latency"
+
+
+def _seconds(timings: dict[str, float]) -> str:
+    return ", ".join(f"{name} {value:.0f} s" for name, value in timings.items())
+
+
+def _load(load: Sequence[float]) -> str:
+    return " ".join(f"{x:.1f}" for x in load)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("datasets", nargs="+", metavar="LABEL=FOLDER")
-    parser.add_argument("--fit-limit", type=int, default=300, help="fit queries used for calibration (0 = all)")
+    parser.add_argument("--models-root", default="models", help="model folders are written to ROOT/LABEL")
+    parser.add_argument("--reuse-models", action="store_true",
+                        help="do not train when ROOT/LABEL already holds a calibrated model (development only)")
     parser.add_argument("--dev-limit", type=int, default=0, help="dev queries (0 = all)")
-    parser.add_argument("--recall-target", type=float, default=0.95)
-    parser.add_argument("--latency-budget", type=float, default=0.5)
+    parser.add_argument("--no-ablations", action="store_true",
+                        help="run always-agentic, routed and hybrid only (about half the time of the dev pass)")
     parser.add_argument("--out", help="write the full results as JSON here")
-    parser.add_argument("--models", action="append", default=[], metavar="LABEL=DIR",
-                        help="model folder trained on the dataset's fit split, for the dev pass")
     parser.add_argument("--allow-fallback", action="store_true",
                         help="run even when the agentic pipelines are not registered (development only)")
     args = parser.parse_args()
@@ -245,22 +255,21 @@ def main() -> int:
         print(f"the agentic pipelines are not registered (have: {names}); nothing to compare against",
               file=sys.stderr)
         return 2
-    models = dict(spec.partition("=")[::2] for spec in args.models)
     base = Runtime(load_settings())
     report: dict[str, Any] = {
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "machine": f"{platform.node()} {platform.processor() or platform.machine()}",
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z", time.gmtime()),
+        "machine": f"{platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores",
         "command": " ".join(sys.argv),
         "pipelines": names,
-        "models": models,
         "datasets": {},
     }
     for spec in args.datasets:
         label, _, folder = spec.partition("=")
-        settings = base.settings.replace(index={"model_dir": models.get(label, "")})
-        runtime = Runtime(settings, backend=base.backend)
-        result = bench_dataset(runtime, label, folder, fit_limit=args.fit_limit, dev_limit=args.dev_limit,
-                               recall_target=args.recall_target, latency_budget=args.latency_budget)
+        models = Path(args.models_root) / label
+        manifest = train(label, folder, models, reuse=args.reuse_models)
+        runtime = Runtime(base.settings.replace(index={"model_dir": str(models)}), backend=base.backend)
+        configs = [c for c in CONFIGS if not (args.no_ablations and c.startswith("routed-"))]
+        result = bench_dataset(runtime, label, folder, dev_limit=args.dev_limit, manifest=manifest, configs=configs)
         report["datasets"][label] = result
         print(_markdown(label, result) + "\n", flush=True)
         if args.out:

@@ -118,9 +118,9 @@ def build_embedded(root: Path, name: str, chunks: Iterator[tuple[list[LegalDoc],
     backend.ensure_index(name, language=language, dim=dim, embedder=embedder_name)
     report = IndexReport()
     start = time.perf_counter()
-    with tqdm(total=size, desc="embedded", unit="doc") as bar:
+    with tqdm(total=size, desc="embedded", unit="doc") as bar, backend.bulk(name) as write:
         for docs, vectors in chunks:
-            report.merge(backend.write(name, docs, vectors))
+            report.merge(write(docs, vectors))
             bar.update(len(docs))
     seconds = time.perf_counter() - start
     assert report.ok and report.indexed == size, (report.indexed, list(report.failed.items())[:3])
@@ -134,9 +134,9 @@ def build_engine(backend: EngineBackend, name: str, chunks: Iterator[tuple[list[
     physical = backend.create_version(name, language=language, dim=dim, embedder=embedder_name,
                                       kind=CorpusKind.STATUTES)
     report = IndexReport()
-    with tqdm(total=size, desc=backend.kind, unit="doc") as bar:
+    with tqdm(total=size, desc=backend.kind, unit="doc") as bar, backend.bulk(physical) as write:
         for docs, vectors in chunks:
-            report.merge(backend.write(physical, docs, vectors))
+            report.merge(write(docs, vectors))
             bar.update(len(docs))
     loaded = time.perf_counter()
     assert report.ok and report.indexed == size, (report.indexed, list(report.failed.items())[:3])

@@ -34,6 +34,8 @@ from typing import Any
 import redis
 
 from service.errors import InvalidInput
+from service.ratelimit import GCRA_FUNCTION, PERIOD_MS, RateDecision
+from service.ratelimit import PREFIX as RATE_PREFIX
 from service.redisconn import store_errors
 
 PREFIX = "lexsearch:"
@@ -42,6 +44,19 @@ ALL_INDICES = "*"
 INDEX_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 """Names an index may have in the API (also the scope of a key)."""
 _KEY_ID = re.compile(r"^[0-9a-f]{12}$")
+
+# KEYS: the key's hash, its rate-limit key. ARGV: the presented key's digest, the period in ms.
+# Returns {0} for an unknown, wrong or revoked key (nothing counted), else {1, the hash as a flat
+# list, allowed, remaining, retry ms}. The digests are compared in Lua, not in constant time: they
+# are digests of 256-bit secrets, so timing says nothing useful about a secret.
+_AUTHENTICATE_AND_COUNT = GCRA_FUNCTION + """
+local raw = redis.call('HGETALL', KEYS[1])
+local rec = {}
+for i = 1, #raw, 2 do rec[raw[i]] = raw[i + 1] end
+if rec['digest'] ~= ARGV[1] or (rec['revoked_at'] or '') ~= '' then return {0} end
+local decision = gcra(KEYS[2], tonumber(ARGV[2]), tonumber(rec['rate_per_min']) or 1)
+return {1, raw, decision[1], decision[2], decision[3]}
+"""
 
 
 @dataclass(frozen=True)
@@ -92,6 +107,7 @@ class ApiKeyStore:
 
     def __init__(self, client: redis.Redis) -> None:
         self.client = client
+        self._authenticate_and_count = client.register_script(_AUTHENTICATE_AND_COUNT)
 
     @staticmethod
     def _key(key_id: str) -> str:
@@ -171,6 +187,27 @@ class ApiKeyStore:
             return None
         record = _record(parts[1], raw)
         return None if record.revoked_at is not None else record
+
+    def authenticate_and_count(self, presented: str) -> tuple[ApiKey, RateDecision] | None:
+        """:meth:`authenticate` and one request counted against the key's rate limit (the
+        :class:`~service.ratelimit.RateLimiter` name ``key:<id>``), in one Redis round trip;
+        ``None`` (and nothing counted) for an unknown, malformed, wrong or revoked key."""
+        parts = presented.split("_", 2)
+        if len(parts) != 3 or parts[0] != KEY_PREFIX or not _KEY_ID.match(parts[1]):
+            return None
+        with store_errors("the key store"):
+            result = self._authenticate_and_count(keys=[self._key(parts[1]), f"{RATE_PREFIX}{rate_name(parts[1])}"],
+                                                  args=[digest(presented), PERIOD_MS])
+        if not result[0]:
+            return None
+        flat = result[1]
+        record = _record(parts[1], dict(zip(flat[::2], flat[1::2], strict=True)))
+        return record, RateDecision.from_script(result[2:], record.rate_per_min)
+
+
+def rate_name(key_id: str) -> str:
+    """The rate limiter's name for a key's requests."""
+    return f"key:{key_id}"
 
 
 def _record(key_id: str, raw: dict[str, str]) -> ApiKey:

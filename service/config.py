@@ -14,6 +14,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import tomllib
 import types
@@ -26,7 +27,30 @@ from typing import Any
 from service.errors import ConfigError
 from service.plugins import BACKENDS, EMBEDDERS, RERANKERS
 
+log = logging.getLogger(__name__)
+
 ENV_PREFIX = "LEXSEARCH_"
+
+
+@dataclass(frozen=True)
+class CpuSettings:
+    """The cores lexsearch may use, and the computing threads of each of its processes.
+
+    Every thread count is derived from these two in one place, :mod:`service.cpu`, so that the
+    processes and threads of a command together use the cores without oversubscribing them.
+    """
+
+    cores: int = 0
+    """Cores this host gives lexsearch; 0 = those the process may run on (CPU affinity and a container's
+    CPU quota). Set it lower to leave cores to an engine or to the workers on the same host."""
+    threads: int = 0
+    """Computing threads of one process (BLAS, OpenMP, onnxruntime, faiss, the embedder); 0 = the cores
+    divided by the processes of the command (``lexsearch serve``: api.workers; ``lexsearch worker``: its
+    concurrency; other commands: 1)."""
+
+    def problems(self) -> list[str]:
+        return [f"cpu.{name} must be >= 0 (0 = automatic)" for name in ("cores", "threads")
+                if getattr(self, name) < 0]
 
 
 @dataclass(frozen=True)
@@ -199,7 +223,9 @@ class EmbedderSettings:
     (:func:`parse_embedder_spec`); url, api_key, maven_repo, threads and the cache come from this section."""
     batch_size: int = 64
     cache_dir: str = "var/embedding-cache"
-    threads: int = 2
+    threads: int = 0
+    """Threads of the embedding model (BLAS for use, OpenMP for e5, texts side by side for onnx);
+    0 = ``cpu.threads``, the share of the cores of one process (service/cpu.py)."""
 
     def for_language(self, language: str) -> EmbedderSettings:
         """The settings of the embedder for a corpus in ``language`` (``"zh"``; ``"de,fr,it"`` or ``""``
@@ -240,8 +266,8 @@ class EmbedderSettings:
             out.append("embedder.max_tokens must be >= 0")
         if self.batch_size < 1:
             out.append("embedder.batch_size must be at least 1")
-        if self.threads < 1:
-            out.append("embedder.threads must be at least 1")
+        if self.threads < 0:
+            out.append("embedder.threads must be >= 0 (0 = cpu.threads)")
         try:
             languages = self._per_language()
         except ValueError as exc:
@@ -353,15 +379,67 @@ def parse_option_spec(spec: str) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class RoutingSettings:
-    """Complexity-aware routing (the ``routed`` pipeline); see docs/ROUTING.md.
+class RoutingTier:
+    """One routing tier: the registered pipeline it runs and the ``SearchRequest.options`` it passes.
 
-    Thresholds, weights and cut parameters stored with an index by ``lexsearch calibrate``
-    replace the values here while ``use_calibration`` is true.
+    Written as ``"pipeline"`` or ``"pipeline: key=value; key=a,b"`` in the TOML file (a list of such
+    strings) and in ``LEXSEARCH_ROUTING_TIERS`` (the tiers separated by ``|``).
+
+    Example::
+
+        RoutingTier.parse("hybrid+rerank: reranker=learned").option_dict()   # {'reranker': 'learned'}
+    """
+
+    pipeline: str
+    options: tuple[tuple[str, str], ...] = ()
+
+    list_separator: typing.ClassVar[str] = "|"
+    """Separates tiers in one string (an environment variable); commas belong to option values."""
+
+    @classmethod
+    def parse(cls, spec: str) -> RoutingTier:
+        """Read ``"pipeline[: options]"``.
+
+        Raises:
+            ValueError: for an empty pipeline name or a malformed option.
+        """
+        name, _, options = spec.partition(":")
+        if not name.strip():
+            raise ValueError(f"tier {spec.strip()!r} must start with a pipeline name")
+        return cls(name.strip(), tuple(parse_option_spec(options).items()))
+
+    def option_dict(self) -> dict[str, str]:
+        return dict(self.options)
+
+    def spec(self) -> str:
+        """The tier as written in settings (the inverse of :meth:`parse`)."""
+        options = ";".join(f"{k}={v}" for k, v in self.options)
+        return f"{self.pipeline}: {options}" if options else self.pipeline
+
+
+DEFAULT_TIERS: tuple[RoutingTier, ...] = tuple(RoutingTier.parse(spec) for spec in (
+    "hybrid",
+    "hybrid+rerank: reranker=learned",
+    "agentic: reranker=learned;agents=terminology,conditions,supportive,repair;max_rounds=2;prefilter=0;citations=0;"
+    "hyde=0",
+    "agentic: reranker=auto;agents=terminology,conditions,decompose,supportive,repair;max_rounds=3;prefilter=1;"
+    "citations=1;hyde=1",
+))
+"""Tier 0 fusion only, tier 1 the learned reranker, tier 2 a light agentic search, tier 3 the full one
+(``reranker=auto``: the LLM reranker when an LLM is configured, else the learned one)."""
+
+
+@dataclass(frozen=True)
+class RoutingNumbers:
+    """The numbers routing computes with (docs/ROUTING.md, "Formulas").
+
+    :class:`RoutingSettings` holds them as configured; the routed pipeline resolves them per index
+    (``service.routing.router.RoutingParams``), where a stored calibration replaces the thresholds,
+    gamma and the cut, and the index's QSI calibration replaces ``qsi_a`` / ``qsi_b``.
     """
 
     thresholds: tuple[float, ...] = (0.25, 0.45, 0.7)
-    """Complexity at which tiers 1, 2 and 3 start (strictly increasing, inside (0, 1))."""
+    """Complexity at which tiers 1, 2 and 3 start (three non-decreasing numbers in [0, 1])."""
     gamma: float = 0.5
     """Weight of intrinsic complexity in the final score; the rest goes to retrieval consistency."""
     base_weight: float = 0.3
@@ -373,43 +451,21 @@ class RoutingSettings:
     qsi_a: float = 0.5
     """QSI slope for indices without a stored calibration (the CoAL-RAG paper's value)."""
     qsi_b: float = 12.5
-    tier0: str = "hybrid"
-    tier1: str = "hybrid+rerank"
-    tier2: str = "agentic"
-    tier3: str = "agentic"
-    tier0_options: str = ""
-    tier1_options: str = "reranker=learned"
-    tier2_options: str = ("reranker=learned;agents=terminology,conditions,supportive,repair;max_rounds=2;"
-                          "prefilter=0;citations=0;hyde=0")
-    tier3_options: str = ("reranker=auto;agents=terminology,conditions,decompose,supportive,repair;max_rounds=3;"
-                          "prefilter=1;citations=1;hyde=1")
-    """``reranker=auto`` means the LLM reranker when an LLM is configured, else the learned one."""
     cut_sigma: float = 0.2
     cut_min_k: int = 1
     cut_max_k: int = 10
     cut_depth: int = 50
     """How many hits the chosen strategy ranks; the cut normalises scores over all of them."""
-    use_calibration: bool = True
-    llm_complexity: bool = True
-    """With an LLM configured, let it rate the five dimensions (falls back to the offline counts)."""
-    metadata_ttl_s: float = 60.0
-    """How long a process keeps an index's calibration before reading it again."""
-
-    def tier_pipelines(self) -> tuple[str, str, str, str]:
-        return (self.tier0, self.tier1, self.tier2, self.tier3)
-
-    def tier_options(self) -> tuple[dict[str, str], ...]:
-        return tuple(parse_option_spec(s) for s in
-                     (self.tier0_options, self.tier1_options, self.tier2_options, self.tier3_options))
 
     def problems(self) -> list[str]:
+        """What is wrong with the numbers, one message each (for settings and stored calibrations alike)."""
         out = []
         t = self.thresholds
-        if len(t) != 3 or not all(0.0 < x < 1.0 for x in t) or not t[0] < t[1] < t[2]:
-            out.append(f"routing.thresholds must be three increasing numbers inside (0, 1), got {t}")
+        if len(t) != 3 or not all(0.0 <= x <= 1.0 for x in t) or not t[0] <= t[1] <= t[2]:
+            out.append(f"routing.thresholds must be three non-decreasing numbers in [0, 1], got {t}")
         for name in ("gamma", "base_weight", "gate_q", "rdi_jaccard_weight"):
             if not 0.0 <= getattr(self, name) <= 1.0:
-                out.append(f"routing.{name} must be between 0 and 1")
+                out.append(f"routing.{name} must be between 0 and 1, got {getattr(self, name)}")
         if self.gate_p <= 0:
             out.append("routing.gate_p must be positive")
         if self.qsi_a <= 0:
@@ -417,19 +473,75 @@ class RoutingSettings:
         if self.rdi_k < 3:
             out.append("routing.rdi_k must be >= 3")
         if not 0.0 < self.cut_sigma < 1.0:
-            out.append("routing.cut_sigma must be between 0 and 1")
+            out.append(f"routing.cut_sigma must be between 0 and 1, got {self.cut_sigma}")
         if not 1 <= self.cut_min_k <= self.cut_max_k <= self.cut_depth:
-            out.append("routing needs 1 <= cut_min_k <= cut_max_k <= cut_depth")
-        for i, name in enumerate(self.tier_pipelines()):
-            if not name.strip():
-                out.append(f"routing.tier{i} must name a pipeline")
-            if name.strip() == "routed":
-                out.append(f"routing.tier{i} cannot be the routed pipeline itself")
-        for i, spec in enumerate((self.tier0_options, self.tier1_options, self.tier2_options, self.tier3_options)):
-            try:
-                parse_option_spec(spec)
-            except ValueError as exc:
-                out.append(f"routing.tier{i}_options: {exc}")
+            out.append("routing needs 1 <= cut_min_k <= cut_max_k <= cut_depth, got "
+                       f"{self.cut_min_k}, {self.cut_max_k}, {self.cut_depth}")
+        return out
+
+
+_OLD_TIER_KEYS = {f"tier{i}{suffix}": (i, suffix) for i in range(4) for suffix in ("", "_options")}
+
+
+@dataclass(frozen=True)
+class RoutingSettings(RoutingNumbers):
+    """Complexity-aware routing (the ``routed`` pipeline); see docs/ROUTING.md.
+
+    The numbers (:class:`RoutingNumbers`) as configured, the tiers, and the switches. A calibration
+    stored with the model folder (``lexsearch train``) or with the index (``lexsearch calibrate``)
+    replaces thresholds, gamma and the cut while ``use_calibration`` is true.
+    """
+
+    tiers: tuple[RoutingTier, ...] = DEFAULT_TIERS
+    """What each tier runs, tier 0 first: one more tier than thresholds."""
+    use_calibration: bool = True
+    llm_complexity: bool = True
+    """With an LLM configured, let it rate the five dimensions (falls back to the offline counts)."""
+    metadata_ttl_s: float = 60.0
+    """How long a process keeps an index's and a model folder's calibration before reading it again."""
+
+    @staticmethod
+    def read_old_spellings(values: dict[str, Any], current: RoutingSettings) -> dict[str, Any]:
+        """Fold the spellings before ``tiers`` (``tierN``, ``tierN_options``; N = 0..3) into ``tiers``.
+
+        Each names one field of one tier of ``tiers`` (as given in ``values``, else ``current``'s).
+
+        Raises:
+            ValueError: for a tiers value or an option string that cannot be read.
+        """
+        old = {key: value for key, value in values.items() if key in _OLD_TIER_KEYS}
+        if not old:
+            return values
+        values = {key: value for key, value in values.items() if key not in old}
+        tiers = list(current.tiers)
+        if "tiers" in values:
+            tiers = list(_coerce(values["tiers"], tuple[RoutingTier, ...], "routing.tiers"))
+        if len(tiers) != 4:
+            raise ValueError("routing.tierN settings need exactly 4 routing.tiers")
+        for key, value in old.items():
+            i, suffix = _OLD_TIER_KEYS[key]
+            if suffix:
+                try:
+                    options = tuple(parse_option_spec(str(value)).items())
+                except ValueError as exc:
+                    raise ValueError(f"routing.{key}: {exc}") from None
+                tiers[i] = dataclasses.replace(tiers[i], options=options)
+            else:
+                tiers[i] = dataclasses.replace(tiers[i], pipeline=str(value).strip())
+        log.warning("settings routing.%s are an old spelling; write routing.tiers instead (docs/ROUTING.md)",
+                    ", routing.".join(sorted(old)))
+        return {**values, "tiers": tuple(tiers)}
+
+    def problems(self) -> list[str]:
+        out = super().problems()
+        if len(self.tiers) != len(self.thresholds) + 1:
+            out.append(f"routing.tiers must list {len(self.thresholds) + 1} tiers (one more than "
+                       f"routing.thresholds), got {len(self.tiers)}")
+        for i, tier in enumerate(self.tiers):
+            if not tier.pipeline:
+                out.append(f"routing.tiers[{i}] must name a pipeline")
+            if tier.pipeline == "routed":
+                out.append(f"routing.tiers[{i}] cannot be the routed pipeline itself")
         if self.metadata_ttl_s < 0:
             out.append("routing.metadata_ttl_s must be >= 0")
         return out
@@ -441,10 +553,11 @@ class ApiSettings:
 
     bind: str = "127.0.0.1:8080"
     """host:port the production server listens on."""
-    workers: int = 2
-    """Server processes (each loads its own models); about one per core."""
+    workers: int = 0
+    """Server processes (each loads its own models); 0 = one per core (``cpu.cores``)."""
     threads: int = 4
-    """Request threads per server process."""
+    """Request threads per server process. They mostly wait (for a search thread, Redis, the client);
+    the computing threads of each process are ``cpu.threads``."""
     auth: bool = True
     """Require an API key on /v1/*; false only for local development."""
     default_pipeline: str = ""
@@ -455,8 +568,9 @@ class ApiSettings:
     """Extra modules imported by the API and the workers at start; they may call register_pipeline."""
     sync_budget_s: float = 5.0
     """Time a synchronous search may take; past it the answer is a job to poll (HTTP 202)."""
-    sync_threads: int = 8
-    """Searches running at once per server process."""
+    sync_threads: int = 0
+    """Searches running at once per server process; 0 = twice ``api.threads`` (searches past their
+    time budget run out in the background while new requests are served)."""
     max_body_bytes: int = 10_000_000
     """Largest accepted request body (ingest batches included)."""
     max_k: int = 100
@@ -480,9 +594,12 @@ class ApiSettings:
         host, _, port = self.bind.rpartition(":")
         if not host or not port.isdigit():
             out.append(f"api.bind must look like host:port, got {self.bind!r}")
-        for name in ("workers", "threads", "sync_threads", "max_k", "max_documents", "default_rate_per_min"):
+        for name in ("threads", "max_k", "max_documents", "default_rate_per_min"):
             if getattr(self, name) < 1:
                 out.append(f"api.{name} must be at least 1")
+        for name in ("workers", "sync_threads"):
+            if getattr(self, name) < 0:
+                out.append(f"api.{name} must be >= 0 (0 = automatic)")
         if self.sync_budget_s <= 0 or self.ready_timeout_s <= 0:
             out.append("api.sync_budget_s and api.ready_timeout_s must be positive")
         if self.max_body_bytes < 1024:
@@ -522,7 +639,8 @@ class JobsSettings:
     """Retries of a job step after a transient error (engine unavailable, Redis lost)."""
     retry_backoff_s: float = 2.0
     retry_backoff_max_s: float = 60.0
-    worker_concurrency: int = 2
+    worker_concurrency: int = 0
+    """Jobs at once per worker; 0 = one per core (``cpu.cores``)."""
     worker_pool: str = "prefork"
     """prefork (time limits enforced), threads or solo."""
     parallel_steps: bool = True
@@ -552,11 +670,11 @@ class JobsSettings:
                        "or running and delayed tasks would be delivered twice")
         if self.restore_interval_s <= 0 or self.queue_timeout_s <= 0:
             out.append("jobs.restore_interval_s and jobs.queue_timeout_s must be positive")
-        for name in ("max_attempts", "worker_concurrency", "webhook_max_attempts"):
+        for name in ("max_attempts", "webhook_max_attempts"):
             if getattr(self, name) < 1:
                 out.append(f"jobs.{name} must be at least 1")
-        if self.max_retries < 0 or self.llm_concurrency < 0:
-            out.append("jobs.max_retries and jobs.llm_concurrency must be >= 0")
+        if self.max_retries < 0 or self.llm_concurrency < 0 or self.worker_concurrency < 0:
+            out.append("jobs.max_retries, jobs.llm_concurrency and jobs.worker_concurrency must be >= 0")
         if self.worker_pool not in ("prefork", "threads", "solo"):
             out.append(f"jobs.worker_pool must be prefork, threads or solo, not {self.worker_pool!r}")
         return out
@@ -579,8 +697,9 @@ class AgentSettings:
     """Articles voted by similar training questions that join the pool (with a model folder)."""
     prefilter_depth: int = 30
     """Hits per retriever of the law-filtered pass."""
-    workers: int = 2
-    """Threads running a round's independent rewrites in-process."""
+    workers: int = 0
+    """Threads running a round's independent rewrites in-process; 0 = ``cpu.threads`` offline (the
+    rewrites compute), ``llm.max_concurrency`` with an LLM (they wait for it)."""
     cross_encoder_path: str = ""
     """Local sentence-transformers CrossEncoder folder for reranker=cross-encoder ('' = not available)."""
     llm_rerank_candidates: int = 20
@@ -597,8 +716,8 @@ class AgentSettings:
             out.append("agents.max_rounds must be between 0 and 4")
         if not 1 <= self.prune_to <= self.rewrite_depth:
             out.append("agents need 1 <= prune_to <= rewrite_depth")
-        if self.memory_candidates < 0 or self.prefilter_depth < 1 or self.workers < 1:
-            out.append("agents.memory_candidates must be >= 0, agents.prefilter_depth and agents.workers >= 1")
+        if self.memory_candidates < 0 or self.prefilter_depth < 1 or self.workers < 0:
+            out.append("agents.memory_candidates and agents.workers must be >= 0, agents.prefilter_depth >= 1")
         if not 1 <= self.llm_rerank_candidates <= 20:
             out.append("agents.llm_rerank_candidates must be between 1 and 20")
         return out
@@ -608,6 +727,7 @@ class AgentSettings:
 class Settings:
     """All settings, frozen. Build with :func:`load_settings`."""
 
+    cpu: CpuSettings = field(default_factory=CpuSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
     backend: BackendSettings = field(default_factory=BackendSettings)
     engine: EngineSettings = field(default_factory=EngineSettings)
@@ -673,9 +793,18 @@ def _coerce(value: Any, target: Any, where: str) -> Any:
         except (TypeError, ValueError):
             raise ValueError(f"{where} must be a number, got {value!r}") from None
     if origin is tuple:
-        items = value.split(",") if isinstance(value, str) else list(value)
         inner = typing.get_args(target)[0]
+        items = value.split(getattr(inner, "list_separator", ",")) if isinstance(value, str) else list(value)
         return tuple(_coerce(v.strip() if isinstance(v, str) else v, inner, where) for v in items if v != "")
+    if dataclasses.is_dataclass(target) and hasattr(target, "parse"):
+        if isinstance(value, target):
+            return value
+        if not isinstance(value, str):
+            raise ValueError(f"{where} entries must be strings")
+        try:
+            return target.parse(value)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
     if target is str:
         if isinstance(value, dict | list):
             raise ValueError(f"{where} must be a string")
@@ -690,6 +819,12 @@ def _build(raw: Mapping[str, Mapping[str, Any]], base: Settings | None = None) -
     for name, section_type in _section_types().items():
         current = getattr(base, name)
         values = dict(raw.get(name, {}))
+        read_old_spellings = getattr(section_type, "read_old_spellings", None)
+        if read_old_spellings is not None:
+            try:
+                values = read_old_spellings(values, current)
+            except ValueError as exc:
+                errors.append(str(exc))
         hints = typing.get_type_hints(section_type)
         known = {f.name for f in dataclasses.fields(section_type)}
         for key in values:

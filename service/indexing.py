@@ -53,10 +53,11 @@ def index_documents(backend: SearchBackend, embedder: CachedEmbedder, name: str,
     vectors = embedder.embed_documents([embedding_text(d) for d in docs], progress=progress)
     report = IndexReport()
     bar = tqdm(total=len(docs), desc="indexing", unit="doc", disable=not progress, leave=False)
-    for start in range(0, len(docs), WRITE_CHUNK):
-        chunk = docs[start:start + WRITE_CHUNK]
-        report.merge(backend.write(name, chunk, vectors[start:start + WRITE_CHUNK]))
-        bar.update(len(chunk))
+    with backend.bulk(name) as write:
+        for start in range(0, len(docs), WRITE_CHUNK):
+            chunk = docs[start:start + WRITE_CHUNK]
+            report.merge(write(chunk, vectors[start:start + WRITE_CHUNK]))
+            bar.update(len(chunk))
     bar.close()
     versions = max((len(d.versions) for d in docs), default=1)
     if versions > 1 and versions > int(backend.metadata(name).get("max_versions") or 1):

@@ -57,6 +57,8 @@ log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
+ROUTING_ENTRY = "routing"
+"""Manifest entry with the routing calibration (thresholds, gamma, cut; see docs/ROUTING.md)."""
 _FILES = {
     "law_classifier": "law_classifier.npz",
     "law_mixer": "law_mixer.json",
@@ -200,6 +202,52 @@ def _read_component(name: str, path: Path, feature_names: Sequence[str], compile
     return LearnedReranker.load(path, feature_names, label=label, compile_trees=compile_trees)
 
 
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    """The manifest of the model folder ``path``.
+
+    Raises:
+        ConfigError: when it is missing or unreadable.
+    """
+    manifest_path = Path(path) / MANIFEST
+    if not manifest_path.is_file():
+        raise ConfigError(f"no trained models at {path} ({MANIFEST} missing); create them with `lexsearch train`")
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{manifest_path} is unreadable: {exc}") from None
+    if not isinstance(manifest, dict):
+        raise ConfigError(f"{manifest_path} is not a JSON object")
+    return manifest
+
+
+def update_manifest(path: str | Path, **entries: Any) -> None:
+    """Set top-level ``entries`` of the folder's manifest, replacing the file in one step (a reader
+    never sees half of it).
+
+    Raises:
+        ConfigError: when the manifest is missing or unreadable.
+    """
+    manifest = {**read_manifest(path), **entries}
+    target = Path(path) / MANIFEST
+    partial = target.with_name(MANIFEST + ".partial")
+    partial.write_text(json.dumps(manifest, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    partial.replace(target)
+
+
+def stored_routing(model_dir: str | Path | None) -> dict[str, Any] | None:
+    """The routing calibration stored with the models (manifest entry ``routing``, written by
+    ``lexsearch train``); ``None`` without a folder or an entry. An unreadable folder is logged and
+    reads as ``None``: the pipelines that load the models report it."""
+    if not model_dir:
+        return None
+    try:
+        entry = read_manifest(model_dir).get(ROUTING_ENTRY)
+    except ConfigError as exc:
+        log.warning("%s", exc)
+        return None
+    return entry if isinstance(entry, dict) else None
+
+
 def read_models(path: str | Path, *, compile_trees: bool = True) -> TrainedModels:
     """Read a model folder (uncached; see :func:`load_models`). ``compile_trees``: score the rerankers
     with compiled trees (:mod:`service.rerank.compiled`; compiled on the first read on a CPU).
@@ -208,13 +256,7 @@ def read_models(path: str | Path, *, compile_trees: bool = True) -> TrainedModel
         ConfigError: when the folder, its manifest or a listed file is missing or unreadable.
     """
     folder = Path(path)
-    manifest_path = folder / MANIFEST
-    if not manifest_path.is_file():
-        raise ConfigError(f"no trained models at {folder} ({MANIFEST} missing); create them with `lexsearch train`")
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{manifest_path} is unreadable: {exc}") from None
+    manifest = read_manifest(folder)
     if manifest.get("format_version") != FORMAT_VERSION:
         raise ConfigError(f"{folder} holds models of format {manifest.get('format_version')!r}; this lexsearch reads "
                           f"format {FORMAT_VERSION}. Retrain with `lexsearch train`.")
@@ -272,6 +314,15 @@ def load_models(model_dir: str | Path | None, *, compile_trees: bool = True) -> 
         models = read_models(folder, compile_trees=compile_trees)
         _CACHE[key] = (mtime, models)
         return models
+
+
+def forget_models(model_dir: str | Path) -> None:
+    """Drop a folder's models from the per-process cache of :func:`load_models` (a temporary folder
+    that is about to go away)."""
+    folder = str(Path(model_dir).resolve())
+    with _CACHE_LOCK:
+        for key in [key for key in _CACHE if key[0] == folder]:
+            del _CACHE[key]
 
 
 def forget_recent_predictions() -> None:

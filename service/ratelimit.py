@@ -25,22 +25,29 @@ from service.redisconn import store_errors
 
 PREFIX = "lexsearch:rate:"
 
-# KEYS: the limiter key. ARGV: period ms, limit per period. Returns {allowed, remaining, retry ms}.
-_GCRA = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local period = tonumber(ARGV[1])
-local interval = period / tonumber(ARGV[2])
-local tat = tonumber(redis.call('GET', KEYS[1]) or now)
-if tat < now then tat = now end
-local new_tat = tat + interval
-local allow_at = new_tat - period
-if allow_at > now then
-  return {0, 0, math.ceil(allow_at - now)}
+GCRA_FUNCTION = """
+local function gcra(key, period, limit)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local interval = period / limit
+  local tat = tonumber(redis.call('GET', key) or now)
+  if tat < now then tat = now end
+  local new_tat = tat + interval
+  local allow_at = new_tat - period
+  if allow_at > now then
+    return {0, 0, math.ceil(allow_at - now)}
+  end
+  redis.call('SET', key, tostring(new_tat), 'PX', math.ceil(new_tat - now) + 1)
+  return {1, math.floor((now + period - new_tat) / interval), 0}
 end
-redis.call('SET', KEYS[1], tostring(new_tat), 'PX', math.ceil(new_tat - now) + 1)
-return {1, math.floor((now + period - new_tat) / interval), 0}
 """
+"""Lua: ``gcra(key, period ms, limit per period)`` counts one request and returns {allowed, remaining,
+retry ms}; other scripts (:mod:`service.apikeys`) call it to count in the same round trip."""
+
+PERIOD_MS = 60_000
+
+# KEYS: the limiter key. ARGV: period ms, limit per period.
+_GCRA = GCRA_FUNCTION + "return gcra(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]))\n"
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,13 @@ class RateDecision:
     limit: int
     remaining: int
     retry_after_s: float
+
+    @classmethod
+    def from_script(cls, result: list[int], per_minute: int) -> RateDecision:
+        """The decision from the Lua ``gcra``'s {allowed, remaining, retry ms}."""
+        allowed, remaining, retry_ms = result
+        return cls(allowed=bool(allowed), limit=per_minute, remaining=int(remaining),
+                   retry_after_s=int(retry_ms) / 1000)
 
     def headers(self) -> dict[str, str]:
         """``X-RateLimit-*`` (and ``Retry-After`` when refused) response headers."""
@@ -69,6 +83,5 @@ class RateLimiter:
     def hit(self, name: str, *, per_minute: int) -> RateDecision:
         """Count one request against ``name``'s limit of ``per_minute`` requests per minute."""
         with store_errors("the rate limiter"):
-            allowed, remaining, retry_ms = self._script(keys=[PREFIX + name], args=[60_000, per_minute])
-        return RateDecision(allowed=bool(allowed), limit=per_minute, remaining=int(remaining),
-                            retry_after_s=int(retry_ms) / 1000)
+            result = self._script(keys=[PREFIX + name], args=[PERIOD_MS, per_minute])
+        return RateDecision.from_script(result, per_minute)

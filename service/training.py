@@ -1,32 +1,47 @@
-"""Training the offline models on a dataset split (``lexsearch train``).
+"""Training: one command from a dataset split to a ready model folder (``lexsearch train``).
 
 What is learned, all from the split's questions and their gold articles:
 
 1. the hybrid fusion weights (:func:`fit_fusion_weights`), the law/section classifier, the question
    memory, the article prior, the term mapping and the query adapter (fast, closed-form or convex fits);
 2. the planner policy: which agents bring gold articles the pool lacked, for which questions;
-3. the learned rerankers (LightGBM lambdarank) over agentic pools and over hybrid pools.
+3. the learned rerankers (LightGBM lambdarank) over agentic pools and over hybrid pools;
+4. the routing calibration: thresholds, gamma and the score-cliff cut of the routed pipeline.
 
 Steps 2 and 3 need pools that look like pools at search time. A model fitted on a question would
 know its answer, so the split is cut into folds and each fold's pools are built with parts fitted
 on the other folds (cross-fitting). The same folds give a cross-validated Recall@10 of the
 reranker, written to the manifest. The final parts are then fitted on the whole split.
 
+Step 4 needs every tier's recall on questions the models have not seen, so it reuses the folds:
+for each fold, a complete model set of the other folds (that fold's parts, and a planner policy
+and rerankers fitted without its questions, with as many trees as the served ones) runs each
+tier on the fold's questions (:func:`service.routing.measure.collect_fit_data`): a seeded
+sample of :data:`CALIBRATION_QUESTIONS` spread over the folds, or all of them. The grid search
+then sees each measured question once, out of sample, measured with models about as strong and
+as costly as the served ones. The result goes into the manifest (entry ``routing``),
+and the routed pipeline uses it whenever it runs with this model folder.
+
+The work is a sequence of named steps over one :class:`TrainingRun` (:data:`STEPS`); each step
+reads what earlier ones left there and is timed in the manifest (``timings_s``). A new learned
+part joins as one more step. Inputs are checked before any of it (:func:`check_inputs`).
+
 Example::
 
     report = train_models(runtime, Dataset("data/stard-split"), "fit", "models/stard")
-    report.to_dict()["cv"]        # {'recall@10': 0.63, 'rounds': 300, ...}
+    report.to_dict()["cv"]        # {'agentic_recall@10': 0.63, 'agentic_rounds': 300, ...}
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import tempfile
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from tqdm import tqdm
@@ -39,15 +54,16 @@ from service.agents.rewriters.terminology import QueryAdapter, TermMapping
 from service.agents.vocabulary import Vocabulary
 from service.analysis.chain import analyzer_for
 from service.analysis.language import detect_language
+from service.config import Settings
 from service.corpus.datasets import Dataset
 from service.corpus.graph import CorpusGraph
 from service.corpus.model import Query
 from service.corpus.views import bm25_text, embedding_text
-from service.errors import DataError
+from service.errors import DataError, InvalidInput
 from service.evaluation.dataset_index import ensure_dataset_index
-from service.models import TrainedModels, read_models
+from service.models import MANIFEST, ROUTING_ENTRY, TrainedModels, forget_models, read_models, update_manifest
 from service.pipelines.agentic import AgenticPipeline, AgenticState
-from service.pipelines.base import Probe, SearchRequest
+from service.pipelines.base import Probe, SearchRequest, check_query_lengths
 from service.pipelines.build import Runtime
 from service.pipelines.hybrid import HybridPipeline
 from service.pipelines.resources import IndexResources
@@ -55,14 +71,26 @@ from service.rerank.citation_count import CitationCounter
 from service.rerank.features import FEATURE_NAMES
 from service.rerank.learned import LearnedReranker
 from service.retrieval.weights import FusionFit, fit_weights, with_trained
+from service.routing.measure import collect_fit_data
+from service.routing.tuning import CalibrationTargets, FitData, fit_calibration
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 FOLDS = 5
 SEED = 13
 ROUND_GRID = (60, 120, 200, 300)
 """Boosting rounds tried in the cross-validation; the best is used for the final rerankers."""
 
+DEFAULT_TARGETS = CalibrationTargets()
+"""Routing calibration targets: 95 % of the top tier's Recall@10 at half its mean latency."""
+CALIBRATION_QUESTIONS = 300
+"""Questions the routing calibration measures every tier on (a seeded sample spread evenly over the
+folds; 0 = all). Measuring is most of the training time, and 300 questions bound the fit's recall
+and latency shares to about a percentage point (the bootstrap bounds in the manifest say how well)."""
+
+Group = tuple[np.ndarray, np.ndarray, int]
+"""One question's reranker pool: feature rows, 0/1 labels, and the question's row in the split."""
 
 
 @dataclass
@@ -80,18 +108,12 @@ class TrainingData:
 
 @dataclass
 class TrainReport:
-    """What training did: sizes, cross-validated scores and timings."""
+    """What training did: sizes, cross-validated scores, the routing calibration and timings."""
 
     info: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.info)
-
-
-def _say(progress: Callable[[str], None] | None, message: str) -> None:
-    if progress is not None:
-        progress(message)
-    log.info(message)
 
 
 def prepare(runtime: Runtime, dataset: Dataset, split: str, index: str, graph: CorpusGraph) -> TrainingData:
@@ -253,24 +275,37 @@ def pool_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k
     return features, labels
 
 
+@dataclass
+class RerankerCV:
+    """What the reranker's cross-validation found."""
+
+    recall: dict[int, float]
+    """Out-of-fold Recall@10 by number of boosting rounds."""
+    rankings: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]]
+    """By number of rounds, each question's out-of-fold ranking: its pool's labels and scores, best first."""
+    models: dict[int, LearnedReranker]
+    """By fold, the model fitted without it (``max(ROUND_GRID)`` rounds)."""
+
+
 def _cv_recall(groups: list[tuple[np.ndarray, np.ndarray, int]], folds: list[list[int]], gold_counts: list[int],
-               ) -> tuple[dict[int, float], dict[int, dict[int, tuple[np.ndarray, np.ndarray]]]]:
+               bar: tqdm | None = None) -> RerankerCV:
     """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`,
-    and each question's out-of-fold ranking (its pool's labels and scores, best first) for each number
-    of rounds.
+    each question's out-of-fold ranking, and the model fitted without each fold.
 
     ``gold_counts`` are the full gold-set sizes, so gold articles missing from a pool count as misses.
     """
     recalls: dict[int, list[float]] = {n: [] for n in ROUND_GRID}
     rankings: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {n: {} for n in ROUND_GRID}
-    for held in folds:
+    models: dict[int, LearnedReranker] = {}
+    for f, held in enumerate(folds):
         held_set = set(held)
         train = [g for g in groups if g[2] not in held_set]
         test = [g for g in groups if g[2] in held_set]
         if not test:
             continue
-        model = LearnedReranker.fit(np.concatenate([g[0] for g in train]), np.concatenate([g[1] for g in train]),
-                                    [len(g[1]) for g in train], FEATURE_NAMES, rounds=max(ROUND_GRID))
+        model = models[f] = LearnedReranker.fit(np.concatenate([g[0] for g in train]),
+                                                np.concatenate([g[1] for g in train]), [len(g[1]) for g in train],
+                                                FEATURE_NAMES, rounds=max(ROUND_GRID))
         matrix = np.concatenate([g[0] for g in test])
         bounds = np.cumsum([0] + [len(g[1]) for g in test])
         for n in ROUND_GRID:
@@ -281,7 +316,9 @@ def _cv_recall(groups: list[tuple[np.ndarray, np.ndarray, int]], folds: list[lis
                 ranked = g[1][order]
                 rankings[n][g[2]] = (ranked, part[order])
                 recalls[n].append(float(ranked[:10].sum()) / gold_counts[g[2]])
-    return {n: float(np.mean(v)) for n, v in recalls.items()}, rankings
+        if bar is not None:
+            bar.update(1)
+    return RerankerCV({n: float(np.mean(v)) for n, v in recalls.items()}, rankings, models)
 
 
 def fit_citation_counter(data: TrainingData, parts: list[list[int]],
@@ -301,129 +338,398 @@ def fit_citation_counter(data: TrainingData, parts: list[list[int]],
                                                    [rankings[i][1] for i in usable], [counts[i] for i in usable])
 
 
-def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path, *, folds: int = FOLDS,
-                 progress: Callable[[str], None] | None = None, show_bars: bool = False) -> TrainReport:
-    """Fit every learned part on ``split`` of ``dataset`` and write the model folder ``out``.
+def check_inputs(settings: Settings, dataset: Dataset, split: str, out: str | Path, *, folds: int = FOLDS,
+                 calibration: CalibrationTargets | None = None, calibration_questions: int = 0) -> None:
+    """Check everything that can be checked before the long work starts.
+
+    The split must exist and hold at least ``folds`` questions with gold articles, none of them
+    longer than the query limit (``retrieval.max_query_chars``: training runs each question as a
+    search, and a search refuses longer ones); ``out`` must be a new or model folder that can be
+    written.
 
     Raises:
+        InvalidInput: naming the first problem found and how to mend it.
+    """
+    if not 2 <= folds <= 20:
+        raise InvalidInput(f"--folds must be between 2 and 20, got {folds}")
+    if calibration_questions < 0:
+        raise InvalidInput(f"--calibration-questions must be 0 (all) or more, got {calibration_questions}")
+    if calibration is not None and calibration.problems():
+        raise InvalidInput("; ".join(calibration.problems()) + " (--recall-target, --latency-budget, --confidence)")
+    if split not in dataset.splits():
+        raise InvalidInput(f"{dataset.path} has no split {split!r} (it has: {', '.join(dataset.splits()) or 'none'})")
+    qrels = dataset.qrels(split)
+    labelled = [q for q in dataset.queries(split) if qrels.get(q.qid)]
+    check_query_lengths(labelled, settings.retrieval.max_query_chars)
+    if len(labelled) < folds:
+        raise InvalidInput(f"split {split!r} of {dataset.path} has {len(labelled)} questions with gold articles; "
+                           f"training with {folds} folds needs at least {folds}")
+    check_output_folder(out)
+
+
+def check_output_folder(out: str | Path) -> None:
+    """Make sure ``out`` can take a model folder: a new folder, or one with a manifest (a model folder
+    trained before, which is replaced), that this process can write (created when missing).
+
+    Raises:
+        InvalidInput: for a file, a folder holding other files, or a folder that cannot be written.
+    """
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise InvalidInput(f"the model folder {out} is a file")
+    if folder.is_dir() and not (folder / MANIFEST).is_file() and any(
+            not p.name.startswith(".") for p in folder.iterdir()):
+        raise InvalidInput(f"{out} holds files but no trained models ({MANIFEST} missing); "
+                           "give a new folder or one written by lexsearch train")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
+            pass
+    except OSError as exc:
+        raise InvalidInput(f"cannot write the model folder {out}: {exc.strerror or exc}") from None
+
+
+@dataclass
+class TrainingRun:
+    """One training run: its inputs, and what each step of :data:`STEPS` leaves for the next."""
+
+    runtime: Runtime
+    dataset: Dataset
+    split: str
+    out: Path
+    folds: int = FOLDS
+    calibration: CalibrationTargets | None = None
+    """``None``: no routing calibration (``--no-calibrate``)."""
+    calibration_questions: int = CALIBRATION_QUESTIONS
+    """How many questions the calibration measures (0 = all; see :data:`CALIBRATION_QUESTIONS`)."""
+    progress: Callable[[str], None] | None = None
+    show_bars: bool = False
+    index: str = ""
+    graph: CorpusGraph | None = None
+    data: TrainingData | None = None
+    vocabulary: Vocabulary | None = None
+    fusion: FusionFit | None = None
+    """The trained BM25/kNN fusion weights."""
+    parts: list[list[int]] = field(default_factory=list)
+    """The folds: row numbers of ``data.queries``."""
+    fold_models: list[TrainedModels] = field(default_factory=list)
+    """Per fold, the question-level parts fitted on the other folds (with the fusion weights and,
+    after the ``law_mixer`` step, the law mixer)."""
+    law_mixer: LawMixer | None = None
+    law_accuracy: dict[str, Any] = field(default_factory=dict)
+    """Out-of-fold law prediction accuracy (manifest ``cv.law``)."""
+    policy_rows: dict[str, list[tuple[int, np.ndarray, int]]] = field(default_factory=dict)
+    """Per agent: (question row, planner input, 1 when the agent surfaced a gold article)."""
+    policy: PlannerPolicy | None = None
+    agentic_groups: list[Group] = field(default_factory=list)
+    hybrid_groups: list[Group] = field(default_factory=list)
+    rounds: int = 0
+    """Boosting rounds of the rerankers, chosen by cross-validation."""
+    cv_rerankers: dict[int, LearnedReranker] = field(default_factory=dict)
+    """Per fold, the agentic reranker the cross-validation fitted without it (``max(ROUND_GRID)`` rounds)."""
+    citation_counter: CitationCounter | None = None
+    models: TrainedModels | None = None
+    """The final models, fitted on the whole split."""
+    routing: dict[str, Any] | None = None
+    """The routing calibration (manifest entry ``routing``)."""
+    info: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def say(self, message: str) -> None:
+        if self.progress is not None:
+            self.progress(message)
+        log.info(message)
+
+    def bar(self, total: int, desc: str, unit: str = "q") -> tqdm:
+        return tqdm(total=total, desc=desc, unit=unit, disable=not self.show_bars, leave=False)
+
+    def prepared(self) -> TrainingData:
+        assert self.data is not None, "the prepare step runs first"
+        return self.data
+
+    def fold_rows(self, f: int) -> list[int]:
+        """The rows of every fold but ``f``."""
+        return [i for g, part in enumerate(self.parts) if g != f for i in part]
+
+
+def step_index(run: TrainingRun) -> None:
+    """Build (once) the dataset's index and read its corpus graph."""
+    run.index = ensure_dataset_index(run.runtime, run.dataset)
+    run.graph = IndexResources.get(run.runtime.backend, run.index, None).graph
+
+
+def step_prepare(run: TrainingRun) -> None:
+    """Read the split, embed its questions and gold articles, and count the corpus terms."""
+    assert run.graph is not None
+    run.say(f"reading {run.split} and embedding its questions")
+    run.data = prepare(run.runtime, run.dataset, run.split, run.index, run.graph)
+    backend = run.runtime.backend
+    with run.bar(backend.count(run.index), "vocabulary", "doc") as bar:
+        run.vocabulary = Vocabulary.build(_counted(backend.scan(run.index), bar), default_lang=run.data.language)
+
+
+def step_fusion(run: TrainingRun) -> None:
+    """The trained fusion weights (:func:`fit_fusion_weights`)."""
+    run.fusion = fusion = fit_fusion_weights(run.runtime, run.prepared(), run.index)
+    run.info["fusion_fit"] = {k: v for k, v in fusion.to_dict().items() if k not in ("bm25", "knn")}
+    run.say(f"fusion weights: bm25 {fusion.bm25:.2f}, knn {fusion.knn:.2f} "
+            f"(Recall@10 {fusion.evidence['curve'][f'{fusion.bm25:.2f}'][0]:.4f} on the split)")
+
+
+def step_fold_parts(run: TrainingRun) -> None:
+    """Cut the split into folds and fit the question-level parts of each on the other folds."""
+    assert run.graph is not None and run.fusion is not None
+    data = run.prepared()
+    run.parts = folds_of(len(data.queries), run.folds)
+    run.say(f"fitting the question-level parts of {run.folds} folds")
+    embedder = run.runtime.index_embedder(run.index).name
+    run.fold_models = [replace(fit_parts(data, run.fold_rows(f), run.graph, run.vocabulary, embedder),
+                               fusion=run.fusion.weights("model"))
+                       for f in tqdm(range(run.folds), desc="fold parts", unit="fold", disable=not run.show_bars,
+                                     leave=False)]
+
+
+def step_law_mixer(run: TrainingRun) -> None:
+    """The law mixer, from classifier probabilities that did not see the question."""
+    assert run.graph is not None
+    data = run.prepared()
+    run.say("fitting the law mixer (classifier, retrieval and mention evidence)")
+    fold_of = {i: f for f, held in enumerate(run.parts) for i in held}
+    evidence = [law_evidence(run.runtime, run.fold_models[fold_of[i]], data, i, run.index, run.graph, _depth(run))
+                for i in range(len(data.queries))]
+    gold_laws = [{run.graph.law_of(d) for d in g} for g in data.golds]
+    try:
+        mixer = LawMixer.fit(evidence, gold_laws)
+    except ValueError as exc:  # e.g. a corpus of one law: nothing to mix, the classifier alone decides
+        run.say(f"no law mixer: {exc}; law prediction uses the classifier alone")
+        run.law_accuracy = {"skipped": str(exc)}
+        return
+    run.law_mixer = mixer
+    run.fold_models = [replace(models, law_mixer=mixer) for models in run.fold_models]
+    report = run.law_accuracy = _law_accuracy(evidence, gold_laws, mixer)
+    run.say(f"law prediction (out of fold): top-1 {report['mixed']['top1']:.3f}, top-3 "
+            f"{report['mixed']['top3']:.3f} (classifier alone {report['classifier']['top1']:.3f} / "
+            f"{report['classifier']['top3']:.3f})")
+
+
+def step_policy(run: TrainingRun) -> None:
+    """The planner policy, from every agent's gains on cross-fitted pools."""
+    data = run.prepared()
+    run.say("running every agent on every question (planner policy)")
+    with run.bar(len(data.queries), "planner policy") as bar:
+        for f, held in enumerate(run.parts):
+            pipe = AgenticPipeline.from_runtime(run.runtime, models=run.fold_models[f])
+            for i in held:
+                for agent, (x, gain) in policy_rows(pipe, data.queries[i], data.golds[i], run.index,
+                                                    _depth(run)).items():
+                    run.policy_rows.setdefault(agent, []).append((i, x, gain))
+                bar.update(1)
+    run.policy = _fit_policy(run.policy_rows)
+    run.say("planner policy: " + ", ".join(
+        f"{a} gains {m['base_rate']:.2f}, runs {m.get('run_rate', 0.0):.2f}" for a, m in run.policy.models.items()))
+
+
+def step_pools(run: TrainingRun) -> None:
+    """Reranker pools of every question, searched as at query time with its fold's parts and the policy."""
+    data = run.prepared()
+    run.say("searching every question as at query time (reranker pools)")
+    with run.bar(len(data.queries), "reranker pools") as bar:
+        for f, held in enumerate(run.parts):
+            models = replace(run.fold_models[f], planner=run.policy)
+            agentic = AgenticPipeline.from_runtime(run.runtime, models=models)
+            hybrid = AgenticPipeline.from_runtime(run.runtime, name="hybrid+rerank", rounds=False, models=models)
+            for i in held:
+                x, y = pool_rows(agentic, data.queries[i], data.golds[i], run.index, _depth(run))
+                run.agentic_groups.append((x, y, i))
+                x, y = pool_rows(hybrid, data.queries[i], data.golds[i], run.index, _depth(run))
+                run.hybrid_groups.append((x, y, i))
+                bar.update(1)
+
+
+def step_rerankers(run: TrainingRun) -> None:
+    """Cross-validate the boosting rounds, then fit both rerankers on every pool."""
+    data = run.prepared()
+    gold_counts = [len(g) for g in data.golds]
+    run.say("cross-validating the rerankers")
+    with run.bar(len(run.parts), "reranker cv", "fold") as bar:
+        cv = _cv_recall(run.agentic_groups, run.parts, gold_counts, bar)
+    run.cv_rerankers = cv.models
+    run.rounds = max(cv.recall, key=lambda n: cv.recall[n])
+    run.citation_counter = counter = fit_citation_counter(data, run.parts, cv.rankings[run.rounds])
+    pool_recall = float(np.mean([g[1].sum() / gold_counts[g[2]] for g in run.agentic_groups]))
+    run.info["cv"] = {"agentic_recall@10": round(cv.recall[run.rounds], 4), "agentic_rounds": run.rounds,
+                      "agentic_by_rounds": {str(n): round(v, 4) for n, v in cv.recall.items()},
+                      "pool_recall": round(pool_recall, 4),
+                      "mean_pool": round(float(np.mean([len(g[1]) for g in run.agentic_groups])), 1),
+                      "law": run.law_accuracy,
+                      "citation_count": {"multiplier": counter.multiplier, "cliff": counter.cliff,
+                                         "fixed_k": counter.fixed_k}}
+
+
+def step_final(run: TrainingRun) -> None:
+    """Fit the final models on the whole split and write the model folder."""
+    assert run.graph is not None and run.fusion is not None
+    data = run.prepared()
+    run.say("fitting the final models on the whole split")
+    every = list(range(len(data.queries)))
+    final = fit_parts(data, every, run.graph, run.vocabulary, run.runtime.index_embedder(run.index).name)
+    agentic = _fit_reranker(run, run.agentic_groups, every, "learned")
+    hybrid = _fit_reranker(run, run.hybrid_groups, every, "learned_hybrid")
+    run.models = replace(final, fusion=run.fusion.weights("model"), planner=run.policy, law_mixer=run.law_mixer,
+                         citation_counter=run.citation_counter, reranker_agentic=agentic, reranker_hybrid=hybrid)
+    run.info = {"dataset": run.dataset.name, "data": str(run.dataset.path), "split": run.split,
+                "questions": len(data.queries), "corpus_documents": len(run.graph), "index": run.index,
+                "folds": run.folds, **run.info, "timings_s": dict(run.timings)}
+    run.models.info = run.info
+    run.models.save(run.out)
+
+
+def step_compile(run: TrainingRun) -> None:
+    """Compile the reranker trees into the model folder (once per model and CPU), unless switched off."""
+    if run.runtime.settings.agents.compiled_trees:
+        run.say("compiling the reranker trees (once per model and CPU)")
+        read_models(run.out, compile_trees=True)
+
+
+def step_calibrate(run: TrainingRun) -> None:
+    """Calibrate routing on cross-fitted folds (see the module docstring), unless switched off."""
+    if run.calibration is None:
+        return
+    data = run.prepared()
+    qrels = {q.qid: gold for q, gold in zip(data.queries, data.golds, strict=True)}
+    settings = run.runtime.settings
+    measured: list[FitData] = []
+    sample = calibration_sample(run.parts, run.calibration_questions)
+    run.say(f"calibrating routing: every tier on {sum(map(len, sample))} questions, each with the models of the "
+            f"other {run.folds - 1} folds")
+    with tempfile.TemporaryDirectory(prefix=".calibration-", dir=run.out) as scratch, \
+            run.bar(sum(map(len, sample)), "calibrate routing") as bar:
+        for f, held in enumerate(sample):
+            if not held:
+                continue
+            folder = _held_out_models(run, f).save(Path(scratch) / f"fold-{f + 1}")
+            runtime = Runtime(settings.replace(index={"model_dir": str(folder)}), backend=run.runtime.backend,
+                              embedder=run.runtime.index_embedder(run.index))
+            try:
+                measured.append(collect_fit_data(runtime.pipeline("routed"), [data.queries[i] for i in held],
+                                                 qrels, index=run.index, forget_caches=runtime.forget_query_caches,
+                                                 progress=bar))
+            finally:
+                forget_models(folder)
+    run.routing = fit_calibration(FitData.concat(measured), run.calibration, calibrated_on={
+        "dataset": run.dataset.name, "data": str(run.dataset.path), "split": run.split,
+        "method": "cross-fitted", "folds": run.folds})
+    fit = run.routing["fit"]["routing"]
+    run.say(f"routing: thresholds {run.routing['thresholds']}, gamma {run.routing['gamma']}, tier shares "
+            f"{fit['tier_shares']} ({fit['rule']}); Recall@10 kept >= {fit['kept_share_lower_bound']:.3f}, "
+            f"latency share <= {fit['latency_share_upper_bound']:.3f}")
+
+
+@dataclass(frozen=True)
+class Step:
+    """A named step of training; its time is recorded in the manifest under ``timings_s[name]``."""
+
+    name: str
+    run: Callable[[TrainingRun], None]
+
+
+STEPS: tuple[Step, ...] = (
+    Step("index", step_index),
+    Step("prepare", step_prepare),
+    Step("fusion", step_fusion),
+    Step("fold_parts", step_fold_parts),
+    Step("law_mixer", step_law_mixer),
+    Step("policy", step_policy),
+    Step("pools", step_pools),
+    Step("cv", step_rerankers),
+    Step("final", step_final),
+    Step("compile", step_compile),
+    Step("calibrate", step_calibrate),
+)
+"""The steps of :func:`train_models`, in order. ``final`` writes the model folder, so a failure in a
+later step leaves working (uncalibrated) models behind."""
+
+
+def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path, *, folds: int = FOLDS,
+                 calibration: CalibrationTargets | None = DEFAULT_TARGETS,
+                 calibration_questions: int = CALIBRATION_QUESTIONS,
+                 progress: Callable[[str], None] | None = None, show_bars: bool = False) -> TrainReport:
+    """Fit every learned part on ``split`` of ``dataset``, calibrate routing (unless ``calibration``
+    is ``None``) and write the model folder ``out``.
+
+    Raises:
+        InvalidInput: for inputs :func:`check_inputs` refuses (before any long work).
         DataError: for a split without usable questions.
         LexsearchError: from the engine.
     """
+    check_inputs(runtime.settings, dataset, split, out, folds=folds, calibration=calibration,
+                 calibration_questions=calibration_questions)
+    run = TrainingRun(runtime, dataset, split, Path(out), folds=folds, calibration=calibration,
+                      calibration_questions=calibration_questions, progress=progress,
+                      show_bars=show_bars)
     started = time.perf_counter()
-    timings: dict[str, float] = {}
+    for step in STEPS:
+        begin = time.perf_counter()
+        try:
+            step.run(run)
+        except Exception:
+            if run.models is not None:
+                run.say(f"training step {step.name} failed; the models written to {run.out} work without it")
+            raise
+        run.timings[step.name] = round(time.perf_counter() - begin, 1)
+    run.timings["total"] = round(time.perf_counter() - started, 1)
+    run.info["timings_s"] = dict(run.timings)
+    entries: dict[str, Any] = {"timings_s": run.info["timings_s"]}
+    if run.routing is not None:
+        run.info[ROUTING_ENTRY] = entries[ROUTING_ENTRY] = run.routing
+    update_manifest(run.out, **entries)
+    return TrainReport(run.info)
 
-    def lap(name: str, since: float) -> float:
-        now = time.perf_counter()
-        timings[name] = round(now - since, 1)
-        return now
 
-    index = ensure_dataset_index(runtime, dataset)
-    graph = IndexResources.get(runtime.backend, index, None).graph
-    t = time.perf_counter()
-    _say(progress, f"reading {split} and embedding its questions")
-    data = prepare(runtime, dataset, split, index, graph)
-    t = lap("prepare", t)
-    fusion = fit_fusion_weights(runtime, data, index)
-    _say(progress, f"fusion weights: bm25 {fusion.bm25:.2f}, knn {fusion.knn:.2f} "
-                   f"(Recall@10 {fusion.evidence['curve'][f'{fusion.bm25:.2f}'][0]:.4f} on the split)")
-    t = lap("fusion", t)
-    _say(progress, "building the corpus vocabulary")
-    vocabulary = Vocabulary.build(runtime.backend.scan(index), default_lang=data.language)
-    t = lap("vocabulary", t)
-    embedder = runtime.index_embedder(index).name
-    parts = folds_of(len(data.queries), folds)
-    k = max(100, runtime.settings.retrieval.depth)
-    fold_models = []
-    for f in range(len(parts)):
-        _say(progress, f"fold {f + 1}/{folds}: fitting the question-level parts")
-        rest = [i for g, p in enumerate(parts) if g != f for i in p]
-        fold_models.append(fit_parts(data, rest, graph, vocabulary, embedder))
-        fold_models[-1].fusion = fusion.weights("model")
-    t = lap("fold_parts", t)
+def calibration_sample(parts: Sequence[Sequence[int]], questions: int, seed: int = SEED) -> list[list[int]]:
+    """At most ``questions`` rows (0 = all), drawn from each fold in proportion to its size (seeded)."""
+    total = sum(map(len, parts))
+    if not questions or questions >= total:
+        return [list(p) for p in parts]
+    rng = random.Random(seed)
+    return [sorted(rng.sample(list(p), round(questions * len(p) / total))) for p in parts]
 
-    # The law mixer, from classifier probabilities that did not see the question.
-    _say(progress, "fitting the law mixer (classifier, retrieval and mention evidence)")
-    evidence: list[LawEvidence | None] = [None] * len(data.queries)
-    for f, held in enumerate(parts):
-        for i in held:
-            evidence[i] = law_evidence(runtime, fold_models[f], data, i, index, graph, k)
-    gold_laws = [{graph.law_of(d) for d in g} for g in data.golds]
-    mixer = LawMixer.fit([e for e in evidence if e is not None], gold_laws)
-    for models in fold_models:
-        models.law_mixer = mixer
-    law_report = _law_accuracy([e for e in evidence if e is not None], gold_laws, mixer)
-    t = lap("law_mixer", t)
-    _say(progress, f"law prediction (out of fold): top-1 {law_report['mixed']['top1']:.3f}, top-3 "
-                   f"{law_report['mixed']['top3']:.3f} (classifier alone {law_report['classifier']['top1']:.3f} / "
-                   f"{law_report['classifier']['top3']:.3f})")
 
-    # The planner policy, from every agent's gains on cross-fitted pools.
-    agent_rows: dict[str, tuple[list[np.ndarray], list[int]]] = {}
-    for f, held in enumerate(parts):
-        pipe = AgenticPipeline.from_runtime(runtime, models=fold_models[f])
-        for i in tqdm(held, desc=f"policy fold {f + 1}", disable=not show_bars, leave=False):
-            for agent, (x, gain) in policy_rows(pipe, data.queries[i], data.golds[i], index, k).items():
-                xs, ys = agent_rows.setdefault(agent, ([], []))
-                xs.append(x)
-                ys.append(gain)
-    policy = PlannerPolicy.fit({a: (np.asarray(xs), np.asarray(ys)) for a, (xs, ys) in agent_rows.items()})
-    t = lap("policy", t)
-    _say(progress, "planner policy: " + ", ".join(
-        f"{a} gains {m['base_rate']:.2f}, runs {m.get('run_rate', 0.0):.2f}" for a, m in policy.models.items()))
+def _counted(items: Iterable[T], bar: tqdm) -> Iterator[T]:
+    """``items``, advancing ``bar`` by one for each."""
+    for item in items:
+        yield item
+        bar.update(1)
 
-    # Reranker pools, searched as at query time with the fold's parts and the policy.
-    agentic_groups: list[tuple[np.ndarray, np.ndarray, int]] = []
-    hybrid_groups: list[tuple[np.ndarray, np.ndarray, int]] = []
-    for f, held in enumerate(parts):
-        models = fold_models[f]
-        models.planner = policy
-        agentic = AgenticPipeline.from_runtime(runtime, models=models)
-        hybrid = AgenticPipeline.from_runtime(runtime, name="hybrid+rerank", rounds=False, models=models)
-        for i in tqdm(held, desc=f"pools fold {f + 1}", disable=not show_bars, leave=False):
-            x, y = pool_rows(agentic, data.queries[i], data.golds[i], index, k)
-            agentic_groups.append((x, y, i))
-            x, y = pool_rows(hybrid, data.queries[i], data.golds[i], index, k)
-            hybrid_groups.append((x, y, i))
-    t = lap("pools", t)
-    gold_counts = [len(g) for g in data.golds]
-    _say(progress, "cross-validating the rerankers")
-    cv_agentic, oof_rankings = _cv_recall(agentic_groups, parts, gold_counts)
-    best_agentic = max(cv_agentic, key=lambda n: cv_agentic[n])
-    counter = fit_citation_counter(data, parts, oof_rankings[best_agentic])
-    pool_recall = float(np.mean([g[1].sum() / gold_counts[g[2]] for g in agentic_groups]))
-    t = lap("cv", t)
 
-    _say(progress, "fitting the final models on the whole split")
-    final = fit_parts(data, list(range(len(data.queries))), graph, vocabulary, embedder)
-    final.fusion = fusion.weights("model")
-    final.planner = policy
-    final.law_mixer = mixer
-    final.citation_counter = counter
-    final.reranker_agentic = LearnedReranker.fit(
-        np.concatenate([g[0] for g in agentic_groups]), np.concatenate([g[1] for g in agentic_groups]),
-        [len(g[1]) for g in agentic_groups], FEATURE_NAMES, rounds=best_agentic)
-    final.reranker_hybrid = LearnedReranker.fit(
-        np.concatenate([g[0] for g in hybrid_groups]), np.concatenate([g[1] for g in hybrid_groups]),
-        [len(g[1]) for g in hybrid_groups], FEATURE_NAMES, rounds=best_agentic, label="learned_hybrid")
-    lap("final", t)
-    info = {
-        "dataset": dataset.name, "data": str(dataset.path), "split": split, "questions": len(data.queries),
-        "corpus_documents": len(graph), "index": index, "folds": folds,
-        "fusion_fit": {k: v for k, v in fusion.to_dict().items() if k not in ("bm25", "knn")},
-        "cv": {"agentic_recall@10": round(cv_agentic[best_agentic], 4), "agentic_rounds": best_agentic,
-               "agentic_by_rounds": {str(n): round(v, 4) for n, v in cv_agentic.items()},
-               "pool_recall": round(pool_recall, 4),
-               "mean_pool": round(float(np.mean([len(g[1]) for g in agentic_groups])), 1),
-               "law": law_report,
-               "citation_count": {"multiplier": counter.multiplier, "cliff": counter.cliff,
-                                  "fixed_k": counter.fixed_k}},
-        "timings_s": {**timings, "total": round(time.perf_counter() - started, 1)},
-    }
-    final.info = info
-    final.save(out)
-    if runtime.settings.agents.compiled_trees:
-        _say(progress, "compiling the reranker trees (once per model and CPU)")
-        compile_started = time.perf_counter()
-        read_models(out, compile_trees=True)
-        info["timings_s"]["compile"] = round(time.perf_counter() - compile_started, 1)
-    return TrainReport(info)
+def _depth(run: TrainingRun) -> int:
+    return max(100, run.runtime.settings.retrieval.depth)
+
+
+def _fit_policy(rows: dict[str, list[tuple[int, np.ndarray, int]]], skip: frozenset[int] = frozenset()
+                ) -> PlannerPolicy:
+    """The planner policy from the agents' rows, leaving out the questions in ``skip``."""
+    kept = {agent: [(x, gain) for i, x, gain in agent_rows if i not in skip] for agent, agent_rows in rows.items()}
+    return PlannerPolicy.fit({agent: (np.asarray([x for x, _ in r]), np.asarray([g for _, g in r]))
+                              for agent, r in kept.items()})
+
+
+def _fit_reranker(run: TrainingRun, groups: list[Group], rows: Sequence[int], label: str) -> LearnedReranker:
+    """A reranker with the cross-validated number of rounds, fitted on the pools of the questions in ``rows``."""
+    keep = set(rows)
+    chosen = [g for g in groups if g[2] in keep]
+    return LearnedReranker.fit(np.concatenate([g[0] for g in chosen]), np.concatenate([g[1] for g in chosen]),
+                               [len(g[1]) for g in chosen], FEATURE_NAMES, rounds=run.rounds, label=label)
+
+
+def _held_out_models(run: TrainingRun, f: int) -> TrainedModels:
+    """A complete model set that never saw fold ``f``'s questions: the fold's parts, and a planner
+    policy and rerankers (as many trees as the final ones) fitted on the other folds. The agentic
+    reranker is the cross-validation's model of the fold, cut to the chosen rounds (the same model as
+    a fit with those rounds, without fitting it again)."""
+    rest = run.fold_rows(f)
+    agentic = run.cv_rerankers[f].first(run.rounds)
+    hybrid = _fit_reranker(run, run.hybrid_groups, rest, "learned_hybrid")
+    return replace(run.fold_models[f], planner=_fit_policy(run.policy_rows, frozenset(run.parts[f])),
+                   reranker_agentic=agentic, reranker_hybrid=hybrid,
+                   info={"data": str(run.dataset.path), "split": f"{run.split} without calibration fold {f + 1}"})

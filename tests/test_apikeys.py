@@ -65,3 +65,24 @@ def test_scope_and_rate_are_checked() -> None:
 def test_rate_must_be_positive(store: ApiKeyStore) -> None:
     with pytest.raises(InvalidInput):
         store.create(("a",), rate_per_min=0)
+
+
+def test_authenticate_and_count_is_one_round_trip_that_counts_only_good_keys(store: ApiKeyStore) -> None:
+    from service.ratelimit import RateLimiter
+
+    key, secret = store.create(("swiss",), rate_per_min=3, label="cms")
+    found = store.authenticate_and_count(secret)
+    assert found is not None
+    record, decision = found
+    assert record == store.authenticate(secret) and record.allows("swiss") and record.label == "cms"
+    assert (decision.allowed, decision.limit, decision.remaining) == (True, 3, 2)
+    wrong = secret[:-1] + ("A" if secret[-1] != "A" else "B")
+    for bad in (wrong, "", f"lsk_{key.id}", "lsk_zz_x"):
+        assert store.authenticate_and_count(bad) is None  # nothing counted for a wrong secret
+    assert [store.authenticate_and_count(secret)[1].allowed for _ in range(3)] == [True, True, False]  # type: ignore[index]
+    refused = store.authenticate_and_count(secret)[1]  # type: ignore[index]
+    assert not refused.allowed and refused.retry_after_s > 0 and "Retry-After" in refused.headers()
+    # the same bucket as the RateLimiter's name for the key
+    assert not RateLimiter(store.client).hit(f"key:{key.id}", per_minute=3).allowed
+    store.revoke(key.id)
+    assert store.authenticate_and_count(secret) is None

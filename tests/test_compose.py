@@ -1,8 +1,13 @@
-"""docker-compose.yml, .env.example and the Dockerfile, checked with a YAML parser (no Docker engine runs here)."""
+"""docker-compose.yml, .env.example and the Dockerfile: the Compose Specification's JSON schema
+(``check-jsonschema --builtin-schema vendor.compose-spec``), ``docker-compose config -q`` where that
+binary is installed, and the project's own rules (no Docker engine runs here)."""
 
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +19,37 @@ pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIABLE = re.compile(r"(?<!\$)\$\{([A-Z0-9_]+)(?:(:?[-?])([^}]*))?\}")
+
+
+def check_jsonschema(path: Path) -> subprocess.CompletedProcess[str]:
+    """``check-jsonschema`` (the dev extra) against the Compose Specification schema it ships."""
+    command = [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec", str(path)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def test_compose_file_follows_the_compose_specification() -> None:
+    result = check_jsonschema(ROOT / "docker-compose.yml")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_schema_check_catches_a_broken_compose_file(tmp_path: Path) -> None:
+    broken = tmp_path / "docker-compose.yml"
+    text = (ROOT / "docker-compose.yml").read_text(encoding="utf-8")
+    broken.write_text(text.replace("    healthcheck:\n      test: [\"CMD\", \"redis-cli\", \"ping\"]",
+                                   "    healthcheck:\n      tset: [\"CMD\", \"redis-cli\", \"ping\"]"),
+                      encoding="utf-8")
+    assert broken.read_text(encoding="utf-8") != text
+    result = check_jsonschema(broken)
+    assert result.returncode == 1 and "tset" in result.stdout + result.stderr
+
+
+@pytest.mark.skipif(shutil.which("docker-compose") is None,
+                    reason="no docker-compose binary here (`docker compose` v2 or the v1 package runs this check)")
+def test_docker_compose_accepts_the_file_with_the_example_env(tmp_path: Path) -> None:
+    result = subprocess.run(["docker-compose", "--env-file", str(ROOT / ".env.example"), "--project-directory",
+                             str(ROOT), "-f", str(ROOT / "docker-compose.yml"), "config", "-q"],
+                            capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 @pytest.fixture(scope="module")

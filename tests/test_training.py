@@ -1,4 +1,5 @@
-"""Training on the mini fixture: cross-fitted folds, the model folder, and pipelines that use it."""
+"""Training on the mini fixture: cross-fitted folds, the model folder with its routing calibration, the
+input checks, and pipelines that use the models."""
 
 from __future__ import annotations
 
@@ -8,26 +9,39 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from service import training
 from service.config import load_settings
 from service.corpus.datasets import Dataset
-from service.errors import ConfigError, DataError
-from service.models import load_models
+from service.errors import ConfigError, DataError, EngineUnavailable, InvalidInput
+from service.models import TrainedModels, load_models, read_models, stored_routing
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
-from service.training import folds_of, train_models
+from service.routing.measure import collect_fit_data
+from service.routing.tuning import CalibrationTargets
+from service.training import DEFAULT_TARGETS, calibration_sample, folds_of, train_models
 from tests.support.corpus import MINI
 
 pytestmark = pytest.mark.unit
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory, use_embedder) -> tuple[Runtime, Path, dict]:
+def trained(tmp_path_factory, use_embedder) -> tuple[Runtime, Path, dict, list[tuple[list[str], TrainedModels]]]:
+    """Trains (and calibrates) on the mini fixture once, recording which questions each calibration
+    fold measured and the models it measured them with."""
     root = tmp_path_factory.mktemp("training")
     settings = load_settings(environ={}, overrides={"index": {"root": str(root / "indices")}})
     runtime = Runtime(settings, embedder=use_embedder)
     out = root / "model"
-    report = train_models(runtime, Dataset(MINI), "dev", out, folds=2)
-    return runtime, out, report.to_dict()
+    measured: list[tuple[list[str], TrainedModels]] = []
+
+    def recording(pipe, queries, qrels, **kwargs):  # type: ignore[no-untyped-def]
+        measured.append(([q.qid for q in queries], read_models(pipe.settings.index.model_dir, compile_trees=False)))
+        return collect_fit_data(pipe, queries, qrels, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(training, "collect_fit_data", recording)
+        report = train_models(runtime, Dataset(MINI), "dev", out, folds=2)
+    return runtime, out, report.to_dict(), measured
 
 
 def test_folds_partition_the_questions() -> None:
@@ -36,8 +50,16 @@ def test_folds_partition_the_questions() -> None:
     assert folds == folds_of(11, 3)
 
 
+def test_the_calibration_sample_is_spread_over_the_folds() -> None:
+    folds = folds_of(1000, 5)
+    sample = calibration_sample(folds, 300)
+    assert [len(s) for s in sample] == [60] * 5 and all(set(s) <= set(f) for s, f in zip(sample, folds, strict=True))
+    assert sample == calibration_sample(folds, 300) and sample != calibration_sample(folds, 300, seed=1)
+    assert calibration_sample(folds, 0) == folds and calibration_sample(folds, 5000) == folds
+
+
 def test_training_writes_every_component(trained) -> None:
-    _, out, report = trained
+    _, out, report, _ = trained
     manifest = json.loads((out / "manifest.json").read_text())
     assert set(manifest["components"]) == {"law_classifier", "law_mixer", "memory", "prior", "term_mapping",
                                            "adapter", "vocabulary", "planner", "citation_counter",
@@ -58,7 +80,7 @@ def test_training_writes_every_component(trained) -> None:
 
 
 def test_pipelines_use_the_trained_models(trained) -> None:
-    runtime, out, report = trained
+    runtime, out, report, _ = trained
     settings = runtime.settings.replace(index={"model_dir": str(out)})
     rt = Runtime(settings, backend=runtime.backend, embedder=runtime.embedder)
     request = SearchRequest("用人单位辞退劳动者应该提前多久告知？", index=report["index"], k=10)
@@ -76,19 +98,173 @@ def test_pipelines_use_the_trained_models(trained) -> None:
 
 
 def test_a_model_trained_with_another_embedder_is_refused(trained) -> None:
-    _, out, _ = trained
+    _, out, _, _ = trained
     models = load_models(out)
     with pytest.raises(ConfigError, match="embedder"):
         models.check_embedder("e5-small")
 
 
-def test_split_without_usable_questions_is_a_data_error(trained, tmp_path: Path) -> None:
-    runtime, _, _ = trained
-    folder = tmp_path / "empty"
+def _dataset_with(folder: Path, queries: str, qrels: str) -> Dataset:
+    """The mini corpus with one split ``x`` of the given queries and qrels."""
     folder.mkdir()
     for name in ("corpus.jsonl", "corpus_decisions.jsonl", "dataset.json"):
         (folder / name).write_text((MINI / name).read_text(encoding="utf-8"), encoding="utf-8")
-    (folder / "queries.x.tsv").write_text("a\tfrage\n", encoding="utf-8")
-    (folder / "qrels.x.tsv").write_text("a\t0\tnot-a-doc\t1\n", encoding="utf-8")
+    (folder / "queries.x.tsv").write_text(queries, encoding="utf-8")
+    (folder / "qrels.x.tsv").write_text(qrels, encoding="utf-8")
+    return Dataset(folder)
+
+
+def test_split_without_usable_questions_is_a_data_error(trained, tmp_path: Path) -> None:
+    runtime, _, _, _ = trained
+    dataset = _dataset_with(tmp_path / "empty", "a\tfrage\nb\tnoch eine\n",
+                            "a\t0\tnot-a-doc\t1\nb\t0\tnot-a-doc\t1\n")
     with pytest.raises(DataError, match="no question"):
-        train_models(runtime, Dataset(folder), "x", tmp_path / "m", folds=2)
+        train_models(runtime, dataset, "x", tmp_path / "m", folds=2)
+
+
+def test_the_calibration_folds_are_disjoint_and_cross_fitted(trained) -> None:
+    _, out, _, measured = trained
+    folds = [set(qids) for qids, _ in measured]
+    assert len(folds) == 2 and not folds[0] & folds[1]
+    assert folds[0] | folds[1] == {q.qid for q in Dataset(MINI).queries("dev")}
+    final = load_models(out)
+    vectors = {q: v for q, v in zip([q.qid for q in Dataset(MINI).queries("dev")], final.memory.vectors, strict=True)}
+    for qids, models in measured:
+        # the question memory of the models that measured a fold holds every other question, none of the fold's
+        assert len(models.memory) == len(vectors) - len(qids)
+        remembered = {tuple(np.round(v, 5)) for v in models.memory.vectors}
+        assert not any(tuple(np.round(vectors[q], 5)) in remembered for q in qids)
+        # as strong as the served models: the same number of trees
+        assert models.reranker_agentic.booster.num_trees() == final.reranker_agentic.booster.num_trees()
+        assert models.reranker_hybrid.booster.num_trees() == final.reranker_hybrid.booster.num_trees()
+        assert models.planner is not None and models.planner.models.keys() == final.planner.models.keys()
+    assert not [p for p in out.iterdir() if p.name.startswith(".calibration-")]  # scratch folders removed
+
+
+def test_the_calibration_is_stored_with_the_model(trained) -> None:
+    _, out, report, _ = trained
+    manifest = json.loads((out / "manifest.json").read_text())
+    routing = manifest["routing"]
+    assert routing == report["routing"]
+    assert routing["calibrated_on"] | {"date": ""} == {
+        "dataset": Dataset(MINI).name, "data": str(MINI), "split": "dev", "method": "cross-fitted", "folds": 2,
+        "queries": 8, "date": ""}
+    assert len(routing["thresholds"]) == 3 and 0.0 <= routing["gamma"] <= 1.0 and routing["fit"]["routing"]["rule"]
+    timings = manifest["timings_s"]
+    assert [name for name in timings if name != "total"] == [step.name for step in training.STEPS]
+    assert timings["compile"] >= 0 and timings["calibrate"] > 0
+
+
+def test_routed_search_with_the_model_uses_its_calibration(trained) -> None:
+    runtime, out, report, _ = trained
+    routing = report["routing"]
+    # the index's own calibration (lexsearch calibrate) differs; the model's comes first
+    runtime.backend.update_metadata(report["index"], routing={"thresholds": [0.0, 0.0, 0.0], "gamma": 0.5})
+    try:
+        served = Runtime(runtime.settings.replace(index={"model_dir": str(out)}), backend=runtime.backend,
+                         embedder=runtime.embedder)
+        params = served.pipeline("routed").run(SearchRequest("用人单位辞退劳动者应该提前多久告知？",
+                                                             index=report["index"], k=10)).trace["routing"]["params"]
+        assert params["sources"]["thresholds"] == "model" and params["sources"]["cut"] == "model"
+        assert params["thresholds"] == routing["thresholds"] and params["gamma"] == routing["gamma"]
+        assert params["cut_sigma"] == routing["cut"]["sigma"] and params["cut_max_k"] == routing["cut"]["max_k"]
+        plain = Runtime(runtime.settings, backend=runtime.backend, embedder=runtime.embedder)
+        without = plain.pipeline("routed").params(report["index"])
+        assert without.sources["thresholds"] == "index" and without.thresholds == (0.0, 0.0, 0.0)
+    finally:
+        runtime.backend.update_metadata(report["index"], routing={})
+
+
+def test_the_calibration_measures_a_sample_when_asked(trained, tmp_path: Path) -> None:
+    runtime, _, _, _ = trained
+    measured: list[str] = []
+
+    def recording(pipe, queries, qrels, **kwargs):  # type: ignore[no-untyped-def]
+        measured.extend(q.qid for q in queries)
+        return collect_fit_data(pipe, queries, qrels, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(training, "collect_fit_data", recording)
+        report = train_models(runtime, Dataset(MINI), "dev", tmp_path / "sampled", folds=2, calibration_questions=4)
+    assert len(measured) == len(set(measured)) == 4 and report.to_dict()["routing"]["calibrated_on"]["queries"] == 4
+
+
+def test_a_split_without_a_law_to_mix_trains_without_the_law_mixer(trained, tmp_path: Path) -> None:
+    runtime, _, _, _ = trained
+
+    def nothing_to_mix(evidence, gold):  # type: ignore[no-untyped-def]
+        raise ValueError("no training question has its gold law among the candidate laws")
+
+    with pytest.MonkeyPatch.context() as mp:  # as on a corpus of one law
+        mp.setattr(training.LawMixer, "fit", nothing_to_mix)
+        report = train_models(runtime, Dataset(MINI), "dev", tmp_path / "one-law", folds=2, calibration=None)
+    assert "law_mixer" not in json.loads((tmp_path / "one-law" / "manifest.json").read_text())["components"]
+    assert report.to_dict()["cv"]["law"] == {
+        "skipped": "no training question has its gold law among the candidate laws"}
+    assert load_models(tmp_path / "one-law").law_mixer is None
+
+
+def test_no_calibrate_stores_no_routing(trained, tmp_path: Path) -> None:
+    runtime, _, _, _ = trained
+    out = tmp_path / "plain"
+    report = train_models(runtime, Dataset(MINI), "dev", out, folds=2, calibration=None)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert "routing" not in manifest and "routing" not in report.to_dict()
+    assert manifest["timings_s"]["calibrate"] == 0.0 and "compile" in manifest["timings_s"]
+    assert stored_routing(out) is None
+
+
+@pytest.mark.parametrize(("case", "message"), [
+    ("long", "exceed the limit of 40 characters"),
+    ("few", "needs at least 5"),
+    ("split", "no split 'nope'"),
+    ("out-file", "is a file"),
+    ("out-other", "holds files but no trained models"),
+    ("out-unwritable", "cannot write the model folder"),
+    ("folds", "--folds must be between 2 and 20"),
+    ("targets", "latency budget"),
+    ("questions", "--calibration-questions must be 0"),
+])
+def test_inputs_are_checked_before_any_long_work(tmp_path: Path, case: str, message: str) -> None:
+    limit = 40 if case == "long" else 8000
+    settings = load_settings(environ={}, overrides={"index": {"root": str(tmp_path / "indices")},
+                                                    "retrieval": {"max_query_chars": limit}})
+    out = tmp_path / "model"
+    folds, split, targets = (5 if case == "few" else 2), ("nope" if case == "split" else "x"), DEFAULT_TARGETS
+    if case == "out-file":
+        out.write_text("x", encoding="utf-8")
+    elif case == "out-other":
+        out.mkdir()
+        (out / "notes.txt").write_text("mine", encoding="utf-8")
+    elif case == "out-unwritable":
+        (tmp_path / "file").write_text("x", encoding="utf-8")
+        out = tmp_path / "file" / "model"
+    elif case == "folds":
+        folds = 1
+    elif case == "targets":
+        targets = CalibrationTargets(latency_budget=1.5)
+    dataset = _dataset_with(tmp_path / "data", "".join(f"q{i}\t{'Frage ' * (4 * i + 1)}\n" for i in range(4)),
+                            "".join(f"q{i}\t0\t17083\t1\n" for i in range(4)))
+    runtime = Runtime(settings)  # no embedder or backend is built before the checks pass
+    with pytest.raises(InvalidInput, match=message):
+        train_models(runtime, dataset, split, out, folds=folds, calibration=targets,
+                     calibration_questions=-1 if case == "questions" else 300)
+    assert not (tmp_path / "indices").exists() and not runtime._embedders and runtime._backend is None
+
+
+def test_a_failed_calibration_leaves_working_models(trained, tmp_path: Path) -> None:
+    runtime, _, _, _ = trained
+    out = tmp_path / "half"
+    said: list[str] = []
+
+    def unreachable(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise EngineUnavailable("the engine went away")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(training, "collect_fit_data", unreachable)
+        with pytest.raises(EngineUnavailable):
+            train_models(runtime, Dataset(MINI), "dev", out, folds=2, progress=said.append)
+    assert any("calibrate failed" in line and str(out) in line for line in said)
+    models = load_models(out)
+    assert models is not None and models.reranker_agentic is not None and stored_routing(out) is None
+    assert not [p for p in out.iterdir() if p.name.startswith(".calibration-")]

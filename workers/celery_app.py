@@ -9,6 +9,7 @@ it builds its app from its own settings with :func:`workers.tasks.make_celery`.
 from __future__ import annotations
 
 from service.config import load_settings
+from service.cpu import resolve
 from workers.tasks import make_celery
 
-app = make_celery(load_settings())
+app = make_celery(resolve(load_settings(), role="worker"))

@@ -24,11 +24,13 @@ from service.api.auth import authenticate, principal
 from service.api.context import EXTENSION, ServiceContext
 from service.api.errors import register_error_handlers
 from service.api.schemas import build_components
+from service.api.timing import header as server_timing
+from service.api.timing import timed
 from service.apikeys import ApiKeyStore
 from service.config import Settings, load_settings
+from service.cpu import resolve
 from service.jobs import JobStore
 from service.pipelines.build import Runtime, import_pipeline_modules, pipeline_names
-from service.ratelimit import RateLimiter
 from service.redisconn import connect
 from service.taskqueue import celery_app
 from service.trace_sink import build_trace_sink
@@ -78,7 +80,8 @@ def create_app(settings: Settings | None = None) -> Flask:
     Raises:
         ConfigError: for invalid settings or an unknown default pipeline.
     """
-    settings = settings or load_settings()
+    # One server process among api.workers: its share of the cores (service/cpu.py).
+    settings = resolve(settings or load_settings(), role="serve")
     import_pipeline_modules(settings)
     names = pipeline_names()
     search_default, job_default = default_pipelines(settings, names)
@@ -87,7 +90,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     client = connect(settings.jobs.redis_url)
     svc = ServiceContext(
         settings=settings, runtime=Runtime(settings), client=client, jobs=JobStore(client, settings.jobs),
-        keys=ApiKeyStore(client), limiter=RateLimiter(client), celery=celery_app(settings),
+        keys=ApiKeyStore(client), celery=celery_app(settings),
         traces=build_trace_sink(settings),
         searches=ThreadPoolExecutor(settings.api.sync_threads, thread_name_prefix="search"),
         probes=ThreadPoolExecutor(8, thread_name_prefix="ready"),
@@ -132,18 +135,19 @@ def _before() -> None:
     g.request_id = incoming if _REQUEST_ID.match(incoming) else uuid.uuid4().hex
     # Unknown paths and methods answer 404/405 before any key check; matched /v1 endpoints need a key.
     if request.routing_exception is None and request.path.startswith("/v1/"):
-        authenticate()
+        with timed("auth"):
+            authenticate()
 
 
 def _after(response: Response) -> Response:
+    ms = (time.perf_counter() - g.get("started", time.perf_counter())) * 1000
     response.headers["X-Request-Id"] = g.get("request_id", "")
+    response.headers["Server-Timing"] = server_timing(ms)
     for name, value in (g.get("rate_headers") or {}).items():
         response.headers.setdefault(name, value)
     fields = {
         "request_id": g.get("request_id", ""), "method": request.method, "path": request.path,
-        "status": response.status_code, "ms": round((time.perf_counter() - g.get("started", time.perf_counter()))
-                                                   * 1000, 2),
-        "key_id": principal().key_id,
+        "status": response.status_code, "ms": round(ms, 2), "key_id": principal().key_id,
     }
     if g.get("job_id"):
         fields["job_id"] = g.job_id

@@ -56,12 +56,12 @@ def authenticate() -> Principal:
     if not presented:
         raise Unauthorized("this endpoint needs an API key: send 'Authorization: Bearer <key>' "
                            "(create one with `lexsearch keys create`)", code="missing_api_key")
-    key = svc.keys.authenticate(presented)
-    if key is None:
+    found = svc.keys.authenticate_and_count(presented)  # one Redis round trip for both
+    if found is None:
         raise Unauthorized("the API key is unknown or has been revoked")
+    key, decision = found
     principal = Principal(key_id=key.id, indices=key.indices, ingest=key.ingest)
     g.principal = principal
-    decision = svc.limiter.hit(f"key:{key.id}", per_minute=key.rate_per_min)
     g.rate_headers = decision.headers()  # added to every response, errors included (app._after)
     if not decision.allowed:
         raise RateLimited(f"this key may send {key.rate_per_min} requests per minute; "

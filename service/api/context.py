@@ -14,7 +14,6 @@ from service.apikeys import ApiKeyStore
 from service.config import Settings
 from service.jobs import JobStore
 from service.pipelines.build import Runtime
-from service.ratelimit import RateLimiter
 from service.trace_sink import TraceSink
 
 EXTENSION = "lexsearch"
@@ -29,7 +28,6 @@ class ServiceContext:
     client: redis.Redis
     jobs: JobStore
     keys: ApiKeyStore
-    limiter: RateLimiter
     celery: Celery
     traces: TraceSink
     searches: ThreadPoolExecutor

@@ -19,6 +19,8 @@ from service.api.auth import principal
 from service.api.body import search_body
 from service.api.context import request_id, service
 from service.api.jobs import accepted, submit_search_job
+from service.api.timing import record, record_pipeline_stages, timed
+from service.pipelines.base import SearchResponse
 from service.search_json import render_response
 from service.trace_sink import trace_record
 
@@ -29,12 +31,19 @@ bp = Blueprint("search", __name__)
 def search() -> Response:
     """Answer a question now, or hand it over to a job when it needs more than the time budget."""
     svc = service()
-    body, request = search_body("SearchRequest")
+    with timed("body"):
+        body, request = search_body("SearchRequest")
     name = body.get("pipeline") or svc.search_pipeline
     pipeline = svc.runtime.pipeline(name)
     budget = svc.settings.api.sync_budget_s
     started = time.perf_counter()
-    future = svc.searches.submit(pipeline.run, request)
+    began: list[float] = []
+
+    def run() -> SearchResponse:
+        began.append(time.perf_counter())
+        return pipeline.run(request)
+
+    future = svc.searches.submit(run)
     try:
         response = future.result(timeout=budget)
     except FutureTimeout:
@@ -44,11 +53,16 @@ def search() -> Response:
             f"this question needs more than the synchronous time budget of {budget:g} s (usually an agentic "
             "tier); it continues as a job: poll status_url, and send questions like this to POST /v1/jobs"))
     took_ms = (time.perf_counter() - started) * 1000
-    out = render_response(svc.runtime.backend, request, response, pipeline=name, took_ms=took_ms,
-                          embedder=svc.runtime.embedder_or_none(request.index))
+    record("queue", (began[0] - started) * 1000)
+    record_pipeline_stages(response.trace.get("timings_ms") or {})
+    record("search", took_ms)
+    with timed("render"):
+        out = render_response(svc.runtime.backend, request, response, pipeline=name, took_ms=took_ms,
+                              embedder=svc.runtime.embedder_or_none(request.index))
     out["request_id"] = request_id()
     svc.traces.emit(trace_record(
         kind="search", request_id=request_id(), key_id=principal().key_id, index=request.index, pipeline=name,
         trace=response.trace, latency_ms=took_ms, hits=len(out["hits"]), returned=out["returned"],
         query_chars=len(request.query), lang=request.lang))
-    return jsonify(out)
+    with timed("json"):
+        return jsonify(out)

@@ -367,6 +367,12 @@ def bm25_body(weights: Mapping[str, float], *, k: int, filters: Filters | None, 
     return {"size": k, **hit_fields(fields), "track_total_hits": False, "query": query}
 
 
+def doc_freqs_body(field: str, terms: Sequence[str]) -> dict[str, Any]:
+    """Counts of the documents holding each term of the token field ``field``, one bucket per term."""
+    filters = {term: {"term": {field: {"value": term}}} for term in dict.fromkeys(terms)}
+    return {"size": 0, "track_total_hits": False, "aggs": {"df": {"filters": {"filters": filters}}}}
+
+
 def match_body(text: str, *, k: int, filters: Filters | None, fields: FieldMap) -> dict[str, Any]:
     """BM25 for raw text analysed by the engine (attached indices without a token field)."""
     query: dict[str, Any] = {"bool": {"must": [{"multi_match": {"query": text, "fields": list(fields.search),

@@ -8,6 +8,7 @@ runs against each implementation.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -62,6 +63,12 @@ class IndexStats:
         }
 
 
+class ChunkWriter(Protocol):
+    """Writes one chunk of a bulk load (see :meth:`SearchBackend.bulk`)."""
+
+    def __call__(self, docs: Sequence[LegalDoc], vectors: np.ndarray, /) -> IndexReport: ...
+
+
 @runtime_checkable
 class SearchBackend(Protocol):
     """A place where a corpus lives and can be searched by BM25 and by vector.
@@ -83,6 +90,17 @@ class SearchBackend(Protocol):
 
     def write(self, name: str, docs: Sequence[LegalDoc], vectors: np.ndarray) -> IndexReport:
         """Insert or replace documents by id, with one L2-normalised vector per document."""
+
+    def bulk(self, name: str) -> AbstractContextManager[ChunkWriter]:
+        """A writer for the chunks of one large load: ``with backend.bulk(name) as write: write(docs, vectors)``.
+
+        Each call inserts or replaces documents like :meth:`write` and returns its report. The
+        embedded engine publishes all chunks together when the block ends (nothing when it raises), so
+        a load costs time linear in its size; the engines write each chunk as it comes.
+        """
+
+    def doc_freqs(self, name: str, terms: Sequence[str]) -> dict[str, int]:
+        """How many documents hold each analysed term of the body field (long-question term selection)."""
 
     def delete(self, name: str, ids: Sequence[str]) -> int:
         """Remove documents by id from every retriever; returns how many existed."""

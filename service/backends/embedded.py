@@ -28,7 +28,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,7 +39,7 @@ import tantivy
 
 from service.analysis.chain import analyzer_for
 from service.analysis.language import detect_language
-from service.backends.base import IndexReport, IndexStats
+from service.backends.base import ChunkWriter, IndexReport, IndexStats
 from service.backends.rows import AnalysedDoc, analysed_docs, checked_vectors
 from service.corpus.model import FILTER_FIELDS, Filters, Hit, LegalDoc
 from service.corpus.works import collapse
@@ -56,11 +56,12 @@ HNSW_EF_SEARCH = 256
 EXACT_SCAN_MAX = 5_000
 """Filtered kNN scans the allowed vectors exactly when at most this many documents match."""
 REBUILD_DEAD_FRACTION = 0.2
+"""An HNSW graph cannot drop vectors; rebuild it once this share of its vectors is deleted."""
 
 # Searches embed one query at a time. OpenMP threads add nothing there, and their busy-waiting after
-# each search slows the next query embedding (numpy's BLAS) threefold; bulk builds raise it again.
+# each search slows the next query embedding (numpy's BLAS) threefold; bulk builds raise it again
+# (to ``cpu.threads``).
 faiss.omp_set_num_threads(1)
-"""An HNSW graph cannot drop vectors; rebuild it once this share of its vectors is deleted."""
 
 _DOC_COLUMNS = ("law", "kind", "lang", "court", "division", "chamber", "case_type", "citation")
 assert set(_DOC_COLUMNS) == set(FILTER_FIELDS)
@@ -153,9 +154,10 @@ class EmbeddedIndex:
     :meth:`delete`. Readers in other processes notice the new manifest and reopen.
     """
 
-    def __init__(self, path: Path, *, hnsw_min_docs: int = 20_000) -> None:
+    def __init__(self, path: Path, *, hnsw_min_docs: int = 20_000, build_threads: int = 0) -> None:
         self.path = path
         self.hnsw_min_docs = hnsw_min_docs
+        self.build_threads = build_threads or os.cpu_count() or 1
         self._lock = threading.RLock()
         self._snap: _Snapshot | None = None
         self._local = threading.local()
@@ -283,7 +285,11 @@ class EmbeddedIndex:
         return conn
 
     def snapshot(self) -> _Snapshot:
-        """The current snapshot; reopened when another process has written a new manifest."""
+        """The current snapshot; reopened when another process has published a new manifest.
+
+        While a write is in progress (the manifest says ``writing``), searches keep the snapshot
+        they have; only a process that has none yet reports the unfinished write.
+        """
         try:
             mtime = self.manifest_path.stat().st_mtime
         except FileNotFoundError:
@@ -294,8 +300,16 @@ class EmbeddedIndex:
         with self._lock:
             snap = self._snap
             if snap is None or snap.mtime != self.manifest_path.stat().st_mtime:
+                if snap is not None and self._being_written():
+                    return snap
                 snap = self._open()
             return snap
+
+    def _being_written(self) -> bool:
+        try:
+            return json.loads(self.manifest_path.read_text(encoding="utf-8")).get("state") == "writing"
+        except (OSError, json.JSONDecodeError):
+            return False
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -336,21 +350,33 @@ class EmbeddedIndex:
 
     def write(self, docs: Sequence[LegalDoc], vectors: np.ndarray) -> IndexReport:
         """Insert or replace documents by id. See :meth:`SearchBackend.write`."""
-        report = IndexReport(sent=len(docs))
         if len(docs) == 0:
-            return report
-        vectors = checked_vectors(docs, vectors, int(self.manifest["dim"]))
+            return IndexReport()
+        with self.bulk() as write_chunk:
+            return write_chunk(docs, vectors)
+
+    @contextmanager
+    def bulk(self) -> Iterator[ChunkWriter]:
+        """One write transaction for many chunks. See :meth:`SearchBackend.bulk`.
+
+        The vector index is copied, saved and reopened once per transaction, not once per chunk,
+        so loading a corpus costs time linear in its size.
+        """
+        dim = int(self.manifest["dim"])
         with self._lock, FileLock(self.path / WRITE_LOCK):
             snap = self._fresh()
-            items = analysed_docs(docs, vectors, default_language=snap.manifest["language"], failed=report.failed)
             with self._batch(snap, heap_size=128_000_000) as batch:
-                for item in items:
-                    old = snap.iid_of.get(item.doc.id)
-                    if old is not None:
-                        batch.remove(item.doc.id, old)
-                    batch.add(item)
-                    report.indexed += 1
-        return report
+
+                def write_chunk(docs: Sequence[LegalDoc], vectors: np.ndarray) -> IndexReport:
+                    report = IndexReport(sent=len(docs))
+                    vectors = checked_vectors(docs, vectors, dim)
+                    for item in analysed_docs(docs, vectors, default_language=snap.manifest["language"],
+                                              failed=report.failed):
+                        batch.upsert(item, snap.iid_of.get(item.doc.id))
+                        report.indexed += 1
+                    return report
+
+                yield write_chunk
 
     @contextmanager
     def _batch(self, snap: _Snapshot, *, heap_size: int) -> Iterator[_WriteBatch]:
@@ -367,6 +393,7 @@ class EmbeddedIndex:
             batch.commit()
         except BaseException:
             batch.rollback()
+            self._save_manifest(dict(snap.manifest))  # nothing was published: the old state stands
             raise
         finally:
             batch.close()
@@ -403,7 +430,7 @@ class EmbeddedIndex:
             inner = faiss.IndexFlatIP(dim)
         rebuilt = faiss.IndexIDMap2(inner)
         if len(iids):
-            faiss.omp_set_num_threads(os.cpu_count() or 1)
+            faiss.omp_set_num_threads(self.build_threads)
             try:
                 rebuilt.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), iids)
             finally:
@@ -612,14 +639,26 @@ class _WriteBatch:
         self.next_iid = int(manifest["next_iid"])
         self.dead = int(manifest["dead_vectors"])
         self.languages = set(manifest["languages"])
-        self.new_iids: list[int] = []
-        self.new_vectors: list[np.ndarray] = []
+        self.pending: dict[str, int] = {}
+        """Documents added by this batch: id -> internal id (a later chunk may replace one)."""
+        self.new_vectors: dict[int, np.ndarray] = {}
 
     def remove(self, doc_id: str, iid: int) -> None:
         """Delete a stored document from all three stores."""
         self.writer.delete_documents_by_term("id", doc_id)
         self.db.execute("DELETE FROM docs WHERE iid = ?", (iid,))
         self.dead += _remove_vector(self.vectors, iid, self.is_flat)
+
+    def upsert(self, item: AnalysedDoc, stored_iid: int | None) -> None:
+        """Store an analysed document, replacing the stored one (``stored_iid``, from the snapshot)
+        or one added earlier in this batch under the same id."""
+        pending = self.pending.pop(item.doc.id, None)
+        if pending is not None:
+            self.writer.delete_documents_by_term("id", item.doc.id)
+            self.db.execute("DELETE FROM docs WHERE iid = ?", (pending,))
+        elif stored_iid is not None:
+            self.remove(item.doc.id, stored_iid)
+        self.add(item)
 
     def add(self, item: AnalysedDoc) -> None:
         """Store an analysed document under a fresh internal id."""
@@ -629,13 +668,15 @@ class _WriteBatch:
         self.writer.add_document(row.tantivy_document(columns))
         self.db.execute(_INSERT, row.sql_values(columns))
         self.languages.add(item.lang)
-        self.new_iids.append(row.iid)
-        self.new_vectors.append(item.vector)
+        self.pending[item.doc.id] = row.iid
+        self.new_vectors[row.iid] = item.vector
 
     def commit(self) -> None:
         """Commit tantivy and SQLite, add the new vectors, and record the outcome in the manifest."""
-        if self.new_iids:
-            self.vectors.add_with_ids(np.stack(self.new_vectors), np.asarray(self.new_iids, dtype=np.int64))
+        live = sorted(self.pending.values())
+        if live:
+            self.vectors.add_with_ids(np.stack([self.new_vectors[iid] for iid in live]),
+                                      np.asarray(live, dtype=np.int64))
         self.writer.commit()
         self.writer.wait_merging_threads()
         self.db.commit()
@@ -649,6 +690,8 @@ class _WriteBatch:
 
     def close(self) -> None:
         self.db.close()
+        # Frees tantivy's writer lock now, even while a traceback still holds this batch.
+        del self.writer
 
 
 def _remove_vector(index: Any, iid: int, is_flat: bool) -> int:
@@ -732,6 +775,7 @@ class EmbeddedBackend:
     Args:
         root: the folder holding one sub-folder per index name.
         hnsw_min_docs: corpora at least this large get an HNSW vector index, smaller ones a flat one.
+        build_threads: OpenMP threads that build a vector index (``cpu.threads``; 0 = every core).
 
     Example::
 
@@ -743,18 +787,20 @@ class EmbeddedBackend:
 
     kind = "embedded"
 
-    def __init__(self, root: str | os.PathLike[str], *, hnsw_min_docs: int = 20_000) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, hnsw_min_docs: int = 20_000, build_threads: int = 0) -> None:
         self.root = Path(root)
         self.hnsw_min_docs = hnsw_min_docs
+        self.build_threads = build_threads
         self._indices: dict[str, EmbeddedIndex] = {}
         self._lock = threading.Lock()
 
 
     @classmethod
     def from_config(cls, settings: Settings) -> EmbeddedBackend:
-        """The backend of ``settings`` (``index.root``, ``backend.hnsw_min_docs``); the table rule of
-        :data:`service.plugins.BACKENDS`."""
-        return cls(settings.index.root, hnsw_min_docs=settings.backend.hnsw_min_docs)
+        """The backend of ``settings`` (``index.root``, ``backend.hnsw_min_docs``, ``cpu.threads``); the table
+        rule of :data:`service.plugins.BACKENDS`."""
+        return cls(settings.index.root, hnsw_min_docs=settings.backend.hnsw_min_docs,
+                   build_threads=settings.cpu.threads)
 
     def index(self, name: str) -> EmbeddedIndex:
         """The index object for ``name`` (opened lazily)."""
@@ -763,7 +809,8 @@ class EmbeddedBackend:
         with self._lock:
             idx = self._indices.get(name)
             if idx is None:
-                idx = EmbeddedIndex(self.root / name, hnsw_min_docs=self.hnsw_min_docs)
+                idx = EmbeddedIndex(self.root / name, hnsw_min_docs=self.hnsw_min_docs,
+                                    build_threads=self.build_threads)
                 self._indices[name] = idx
             return idx
 
@@ -809,6 +856,9 @@ class EmbeddedBackend:
 
     def write(self, name: str, docs: Sequence[LegalDoc], vectors: np.ndarray) -> IndexReport:
         return self._existing(name).write(docs, vectors)
+
+    def bulk(self, name: str) -> AbstractContextManager[ChunkWriter]:
+        return self._existing(name).bulk()
 
     def delete(self, name: str, ids: Sequence[str]) -> int:
         return self._existing(name).delete(ids)

@@ -27,16 +27,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
-from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from tqdm import tqdm
-
 from service.commands.common import (
+    add_calibration_options,
     add_common_options,
     check_output_path,
     info,
@@ -44,15 +40,14 @@ from service.commands.common import (
     settings_from_args,
 )
 from service.corpus.datasets import Dataset
-from service.corpus.model import Query
-from service.errors import InvalidInput
-from service.evaluation import metrics
+from service.errors import ConfigError, InvalidInput
 from service.evaluation.dataset_index import ensure_dataset_index
-from service.pipelines.base import SearchRequest, check_query_lengths
+from service.pipelines.base import check_query_lengths
 from service.pipelines.build import Runtime
 from service.routing.calibration import ensure_qsi_calibration
+from service.routing.measure import collect_fit_data
 from service.routing.router import CALIBRATION_KEY
-from service.routing.tuning import CutChoice, FitData, RoutingChoice, routed_rankings, search_cut, search_routing
+from service.routing.tuning import CalibrationTargets, fit_calibration
 
 EVALUATION_SPLITS = frozenset({"dev", "test", "eval", "evaluation", "validation", "valid", "heldout", "held-out"})
 
@@ -65,13 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--data", required=True, help="dataset folder (corpus*.jsonl, queries.<split>.tsv, qrels)")
     p.add_argument("--split", required=True, help="training split, e.g. fit or train")
     p.add_argument("--limit", type=int, default=0, help="use only the first N queries (0 = all)")
-    p.add_argument("--recall-target", type=float, default=0.95,
-                   help="Recall@10 to keep, as a share of always running the top tier (default 0.95)")
-    p.add_argument("--latency-budget", type=float, default=0.5,
-                   help="mean latency allowed, as a share of always running the top tier (default 0.5)")
-    p.add_argument("--confidence", type=float, default=0.9,
-                   help="confidence of the bootstrap bounds on which the recall floor and the latency "
-                        "budget must hold (default 0.9)")
+    add_calibration_options(p)
     p.add_argument("--latency-model", metavar="DIR",
                    help="time the tiers with this model folder, the one that will serve (default: --model). "
                         "Recall always comes from --model; only the speed of these models is used, so they may "
@@ -103,103 +92,19 @@ def check_models_not_trained_on(model_dir: str, dataset: Dataset, split: str) ->
     Raises:
         InvalidInput: when the model folder's manifest names this dataset folder and split.
     """
+    from service.models import read_manifest
+
     if not model_dir:
         return
     try:
-        manifest = json.loads((Path(model_dir) / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        manifest = read_manifest(model_dir)
+    except ConfigError:
         return  # unreadable models are reported by the pipelines that load them
     data, trained_split = manifest.get("data"), manifest.get("split")
     if data and trained_split == split and Path(data).resolve() == dataset.path.resolve():
         raise InvalidInput(f"the models in {model_dir} were trained on {split!r} of {data}; calibrating on the "
                            "same queries would score them in-sample. Train on one part of the split and "
                            "calibrate on another (see docs/ROUTING.md).")
-
-
-def collect_fit_data(pipe: Any, queries: Sequence[Query], qrels: dict[str, set[str]], *, index: str,
-                     forget_caches: Callable[[], None], progress: bool = False) -> FitData:
-    """Measure, for each query, both complexity parts and every tier's Recall@10, ranking and latency.
-
-    ``pipe`` is the :class:`~service.pipelines.routed.RoutedPipeline`, ``forget_caches`` its runtime's
-    :meth:`~service.pipelines.build.Runtime.forget_query_caches`. Each tier's strategy runs as a
-    served search with that tier forced (probe, strategy and cut; tiers with the same pipeline and
-    options run once and share the result), from cold query caches, so no tier reuses what another
-    one embedded or predicted. The tiers run in an order that rotates from query to query, as in
-    the benchmarks: a search leaves the operating system's and the CPU's caches warm for the next
-    search of the same question, and a fixed order would hand that advantage to the same tier every
-    time. A tier's latency is its forced search plus the complexity estimate, timed once per query
-    after a probe of its own (a served search estimates between its probe and its strategy). The
-    reference, "always the top tier", is the top tier's forced search: no complexity estimate.
-    """
-    from service.pipelines.routed import RoutedOptions
-    from service.tracing import Stopwatch
-
-    tiers = len(pipe.router.strategies)
-    # The first tier of each distinct strategy runs; the others share its result.
-    runs_as: dict[int, int] = {}
-    first_of: dict[str, int] = {}
-    for tier in range(tiers):
-        strategy = pipe.router.strategy(tier)
-        key = json.dumps([strategy.pipeline, strategy.options], sort_keys=True)
-        runs_as[tier] = first_of.setdefault(key, tier)
-    distinct = list(first_of.values())  # ascending: each is the first tier of its strategy
-    c_int, c_con = [], []
-    recall = [[] for _ in range(tiers)]
-    latency = [[] for _ in range(tiers)]
-    reference: list[float] = []
-    rankings: list[list[list[tuple[str, float]]]] = [[] for _ in range(tiers)]
-    relevant = []
-    params = pipe.params(index)
-
-    def request_for(query: Query, qid: str = "") -> SearchRequest:
-        return SearchRequest(query=query.text, index=index, k=max(10, params.cut_depth), lang=query.lang, qid=qid)
-
-    def forced(request: SearchRequest, tier: int) -> tuple[list[tuple[str, float]], float]:
-        forget_caches()
-        begin = time.perf_counter()
-        response = pipe.run(replace(request, options={"tier": tier}))
-        ms = (time.perf_counter() - begin) * 1000.0
-        return [(h.doc_id, h.score) for h in response.hits], ms
-
-    if queries:  # warm-up, untimed: the first search of a tier loads models and builds per-index resources
-        for tier in distinct:
-            forced(request_for(queries[0]), tier)
-    for i, query in enumerate(tqdm(queries, desc="calibrate", unit="q", disable=not progress, leave=False)):
-        request = request_for(query, query.qid)
-        forget_caches()
-        probe = pipe.probe(request, params, Stopwatch())
-        begin = time.perf_counter()
-        report = pipe.assess(request, probe, params, RoutedOptions())
-        assess_ms = (time.perf_counter() - begin) * 1000.0
-        rel = qrels.get(query.qid, set())
-        relevant.append(rel)
-        c_int.append(report.c_intrinsic)
-        c_con.append(report.c_consistency)
-        shift = i % len(distinct)
-        done = {tier: forced(request, tier) for tier in distinct[shift:] + distinct[:shift]}
-        for tier in range(tiers):
-            ranking, ms = done[runs_as[tier]]
-            rankings[tier].append(ranking)
-            recall[tier].append(metrics.recall_at([d for d, _ in ranking], rel, 10))
-            latency[tier].append(ms + assess_ms)
-        reference.append(done[runs_as[tiers - 1]][1])
-    return FitData(c_intrinsic=np.asarray(c_int, dtype=np.float64), c_consistency=np.asarray(c_con, dtype=np.float64),
-                   recall=np.asarray(recall, dtype=np.float64), latency_ms=np.asarray(latency, dtype=np.float64),
-                   rankings=rankings, relevant=relevant, reference_latency_ms=np.asarray(reference, dtype=np.float64))
-
-
-def calibration_entry(routing: RoutingChoice, cut: CutChoice, *, dataset: str, split: str,
-                      queries: int) -> dict[str, Any]:
-    """The ``routing`` metadata entry stored with the index."""
-    return {
-        "thresholds": list(routing.thresholds),
-        "gamma": routing.gamma,
-        "cut": {"sigma": cut.sigma, "min_k": cut.min_k, "max_k": cut.max_k},
-        "fit": {"routing": routing.to_dict(), "cut": cut.to_dict()},
-        "calibrated_on": {"dataset": dataset, "split": split, "queries": queries,
-                          "date": time.strftime("%Y-%m-%dT%H:%M:%S")},
-        "method": "grid-v1",
-    }
 
 
 def calibrate(runtime: Runtime, dataset: Dataset, split: str, *, limit: int = 0, recall_target: float = 0.95,
@@ -221,10 +126,9 @@ def calibrate(runtime: Runtime, dataset: Dataset, split: str, *, limit: int = 0,
     """
     check_training_split(split)
     check_models_not_trained_on(runtime.settings.index.model_dir, dataset, split)
-    if not 0.0 < latency_budget <= 1.0 or not 0.0 < recall_target <= 1.0:
-        raise InvalidInput("--latency-budget and --recall-target must be in (0, 1]")
-    if confidence is not None and not 0.0 < confidence < 1.0:
-        raise InvalidInput("--confidence must be in (0, 1)")
+    targets = CalibrationTargets(recall_target, latency_budget, confidence)
+    if targets.problems():
+        raise InvalidInput("; ".join(targets.problems()) + " (--recall-target, --latency-budget, --confidence)")
     queries = dataset.queries(split)
     qrels = dataset.qrels(split)
     if limit:
@@ -245,11 +149,9 @@ def calibrate(runtime: Runtime, dataset: Dataset, split: str, *, limit: int = 0,
         timed = collect_fit_data(timed_pipe, queries, qrels, index=index,
                                  forget_caches=latency_runtime.forget_query_caches, progress=progress)
         data = replace(data, latency_ms=timed.latency_ms, reference_latency_ms=timed.reference_latency_ms)
-    routing = search_routing(data, recall_target=recall_target, latency_budget=latency_budget, confidence=confidence)
-    cut = search_cut(routed_rankings(data, routing), data.relevant)
-    entry = calibration_entry(routing, cut, dataset=dataset.name, split=split, queries=len(queries))
-    entry["calibrated_on"]["models"] = runtime.settings.index.model_dir or None
-    entry["calibrated_on"]["latency_models"] = (latency_runtime or runtime).settings.index.model_dir or None
+    entry = fit_calibration(data, targets, calibrated_on={
+        "dataset": dataset.name, "split": split, "models": runtime.settings.index.model_dir or None,
+        "latency_models": (latency_runtime or runtime).settings.index.model_dir or None})
     if store:
         runtime.backend.update_metadata(index, **{CALIBRATION_KEY: entry})
         pipe.forget_params(index)  # type: ignore[attr-defined]

@@ -38,6 +38,19 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--model", dest="model_dir", help="folder of trained offline models (lexsearch train --out)")
 
 
+def add_calibration_options(parser: argparse.ArgumentParser) -> None:
+    """What a routing calibration aims at (``train`` and ``calibrate``): ``--recall-target``,
+    ``--latency-budget`` and ``--confidence``."""
+    group = parser.add_argument_group("routing calibration, relative to always running the top tier")
+    group.add_argument("--recall-target", type=float, default=0.95,
+                       help="share of its Recall@10 to keep (default 0.95)")
+    group.add_argument("--latency-budget", type=float, default=0.5,
+                       help="share of its mean latency allowed (default 0.5)")
+    group.add_argument("--confidence", type=float, default=0.9,
+                       help="confidence of the bootstrap bounds on which the recall floor and the latency "
+                            "budget must hold (default 0.9)")
+
+
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """Settings from the environment and config file, overridden by the command-line options."""
     get = lambda name: getattr(args, name, None)  # noqa: E731

@@ -1,8 +1,8 @@
 """``lexsearch serve``: the HTTP API behind gunicorn (threaded workers), with JSON logs.
 
 Each gunicorn worker process builds its own app (and loads its models on first use), so the
-processes share nothing but Redis and the engine. ``--workers`` about one per core, ``--threads``
-a few per process (searches are short; most of a request's time is numpy, tantivy and faiss).
+processes share nothing but Redis and the engine. By default there is one process per core, each
+computing with one core's worth of threads (:mod:`service.cpu`), and a few request threads each.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 from service.commands.common import add_common_options, info, settings_from_args
 from service.config import Settings
+from service.cpu import limit_library_threads, resolve
 from service.logs import configure_json_logging
 
 
@@ -21,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                           "(jobs.redis_url) for keys, rate limits and jobs, and workers "
                                           "(`lexsearch worker`) to run jobs.")
     p.add_argument("--bind", help="host:port to listen on (default: api.bind, 127.0.0.1:8080)")
-    p.add_argument("--workers", type=int, help="server processes (default: api.workers)")
+    p.add_argument("--workers", type=int, help="server processes (default: api.workers, one per core)")
     p.add_argument("--threads", type=int, help="request threads per process (default: api.threads)")
     p.add_argument("--redis-url", help="Redis for jobs, keys and rate limits (default: jobs.redis_url)")
     p.add_argument("--log-level", default="INFO", help="log level of the JSON logs on stderr (default INFO)")
@@ -61,8 +62,10 @@ def run(args: argparse.Namespace) -> int:
         settings = settings.replace(api=overrides)
     if args.redis_url:
         settings = settings.replace(jobs={"redis_url": args.redis_url})
+    settings = resolve(settings, role="serve")
     configure_json_logging(args.log_level)
     options = server_options(settings, log_level=args.log_level)
+    limit_library_threads(settings.cpu.threads)  # inherited by the worker processes gunicorn forks
 
     class Server(BaseApplication):  # type: ignore[misc]
         def load_config(self) -> None:
@@ -70,11 +73,13 @@ def run(args: argparse.Namespace) -> int:
                 self.cfg.set(key, value)
 
         def load(self) -> Any:
+            limit_library_threads(settings.cpu.threads)
             app = create_app(settings)
             warm_up(app)
             return app
 
     info(f"lexsearch API on http://{settings.api.bind} ({settings.api.workers} processes x "
-         f"{settings.api.threads} threads; docs at /docs)")
+         f"{settings.api.threads} request threads, {settings.cpu.threads} computing thread(s) each, "
+         f"{settings.cpu.cores} cores; docs at /docs)")
     Server().run()
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from service.commands.common import add_common_options, info, settings_from_args
+from service.cpu import limit_library_threads, resolve
 from service.logs import configure_json_logging
 from service.taskqueue import QUEUE
 
@@ -13,7 +14,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("worker", help="run a job worker",
                               description="Run a Celery worker for search and ingest jobs. Start several, on "
                                           "any hosts that reach Redis (jobs.redis_url) and the engine.")
-    p.add_argument("--concurrency", type=int, help="jobs at once (default: jobs.worker_concurrency)")
+    p.add_argument("--concurrency", type=int, help="jobs at once (default: jobs.worker_concurrency, one per core)")
     p.add_argument("--pool", choices=["prefork", "threads", "solo"],
                    help="execution pool (default: jobs.worker_pool; only prefork enforces time limits)")
     p.add_argument("--hostname", help="worker name (default: lexsearch@<host>)")
@@ -29,15 +30,18 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     if args.redis_url:
         settings = settings.replace(jobs={"redis_url": args.redis_url})
+    chosen = {k: v for k, v in {"worker_concurrency": args.concurrency, "worker_pool": args.pool}.items() if v}
+    settings = resolve(settings.replace(jobs=chosen) if chosen else settings, role="worker")
     jobs = settings.jobs
-    concurrency = args.concurrency or jobs.worker_concurrency
-    pool = args.pool or jobs.worker_pool
+    concurrency, pool = jobs.worker_concurrency, jobs.worker_pool
+    limit_library_threads(settings.cpu.threads)  # inherited by the pool processes
     configure_json_logging(args.log_level)
     app = make_celery(settings)
     argv = ["worker", "--queues", QUEUE, "--concurrency", str(concurrency), "--pool", pool,
             "--loglevel", args.log_level.upper(), "--without-gossip", "--without-mingle"]
     if args.hostname:
         argv += ["--hostname", args.hostname]
-    info(f"lexsearch worker: {pool} pool x {concurrency}, queue {QUEUE!r}")
+    info(f"lexsearch worker: {pool} pool x {concurrency}, {settings.cpu.threads} computing thread(s) per job, "
+         f"queue {QUEUE!r}")
     app.worker_main(argv)
     return 0

@@ -26,8 +26,8 @@ class LocalEmbedder:
     name: str
     dim: int
 
-    def __init__(self, threads: int = 2) -> None:
-        self._threads = threads
+    def __init__(self, threads: int = 1) -> None:
+        self._threads = max(1, threads)  # 0 (embedder.threads unresolved, outside a Runtime): one
         self._model: Any = None
         self._lock = threading.Lock()
 

@@ -254,7 +254,7 @@ class AgenticPipeline:
                 if not agents:
                     break
                 agents = list(dict.fromkeys(agents))
-                if len(agents) == 1 or self.settings.agents.workers == 1:
+                if len(agents) == 1 or self.settings.agents.workers <= 1:  # 0: unresolved (no Runtime)
                     results = [self.rewrite(state, a) for a in agents]
                 else:
                     if pool is None:

@@ -17,18 +17,20 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from service.agents.factory import AgentFactory
 from service.analysis.chain import forget_cached_terms
 from service.backends.base import SearchBackend
 from service.config import EmbedderSettings, Settings
+from service.cpu import resolve
 from service.embeddings.base import Embedder
 from service.embeddings.cache import CachedEmbedder
 from service.errors import IndexCorrupt, InvalidInput, LexsearchError
 from service.fusion_calibration import ensure_fusion_weights
 from service.lazy import built_once
 from service.llm.client import LlmClient
-from service.models import TrainedModels, forget_recent_predictions, load_models, read_trained_fusion
+from service.models import TrainedModels, forget_recent_predictions, load_models, read_trained_fusion, stored_routing
 from service.pipelines.base import IndexRetrieval, Pipeline
 from service.plugins import BACKENDS, EMBEDDERS, PIPELINES
 from service.rerank.base import RerankerParts
@@ -99,7 +101,7 @@ class Runtime:
 
     def __init__(self, settings: Settings, *, backend: SearchBackend | None = None,
                  embedder: CachedEmbedder | None = None) -> None:
-        self.settings = settings
+        self.settings = resolve(settings)  # thread counts left automatic: those of one process
         self._backend = backend
         self._fixed_embedder = embedder
         self._embedders: dict[EmbedderSettings, CachedEmbedder] = {}
@@ -238,6 +240,11 @@ class Runtime:
         """Routing's count of the laws a question touches, by the trained law classifier (``None``
         without a model folder)."""
         return ClassifierLawCounter(self.models) if self.settings.index.model_dir else None
+
+    def model_routing(self) -> dict[str, Any] | None:
+        """The routing calibration that ``lexsearch train`` stored with ``index.model_dir`` (``None``
+        without a folder or an entry); it ranks above the index's (see docs/ROUTING.md)."""
+        return stored_routing(self.settings.index.model_dir)
 
     def forget_query_caches(self) -> None:
         """Forget cached query vectors, question terms and law predictions, so the next search pays

@@ -128,11 +128,8 @@ class HybridPipeline:
 
     def long_weights(self, long: LongQuery, index: str, lang: str) -> dict[str, float]:
         """BM25 weights of a long question, capped by tf-idf where the backend knows document frequencies."""
-        doc_freqs = getattr(self.backend, "doc_freqs", None)
-        idf = None
-        if callable(doc_freqs):
-            def idf(terms: list[str]) -> dict[str, float]:
-                return bm25_idf(doc_freqs(index, terms), self.backend.count(index))
+        def idf(terms: list[str]) -> dict[str, float]:
+            return bm25_idf(self.backend.doc_freqs(index, terms), self.backend.count(index))
 
         return long.term_weights(lang or detect_language(long.text), idf)
 

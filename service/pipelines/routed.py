@@ -118,6 +118,8 @@ class RoutedPipeline:
         pipelines: the tier pipelines by name (the runtime's).
         llm: the client for LLM-rated complexity dimensions (``None`` = offline counts).
         law_count: the law classifier's count of predicted laws (``None`` = no trained model).
+        model_routing: the routing calibration stored with the trained models (``None`` = none), read
+            again when the cached parameters expire.
 
     Example::
 
@@ -128,10 +130,12 @@ class RoutedPipeline:
     name = "routed"
 
     def __init__(self, settings: Settings, *, backend: SearchBackend, pipelines: Callable[[str], Pipeline],
-                 llm: LlmClient | None = None, law_count: LawCounter | None = None) -> None:
+                 llm: LlmClient | None = None, law_count: LawCounter | None = None,
+                 model_routing: Callable[[], Mapping[str, Any] | None] = lambda: None) -> None:
         self.settings = settings
         self.backend = backend
         self.pipelines = pipelines
+        self.model_routing = model_routing
         self.router = Router.from_settings(settings.routing, llm_enabled=settings.llm.enabled)
         self.estimator = ComplexityEstimator(llm=llm, law_count=law_count)
         self._params: dict[str, tuple[float, RoutingParams]] = {}
@@ -140,29 +144,31 @@ class RoutedPipeline:
     @classmethod
     def from_runtime(cls, runtime: Runtime, *, name: str = "routed") -> RoutedPipeline:
         """The pipeline with the runtime's collaborators: its tier pipelines, its LLM client when
-        ``routing.llm_complexity`` is on, the law classifier of its trained models."""
+        ``routing.llm_complexity`` is on, the law classifier and the routing calibration of its
+        trained models."""
         settings = runtime.settings
         return cls(settings, backend=runtime.backend, pipelines=runtime.pipeline,
                    llm=runtime.llm_client() if settings.routing.llm_complexity else None,
-                   law_count=runtime.law_counter())
+                   law_count=runtime.law_counter(), model_routing=runtime.model_routing)
 
     # ----- parameters ----------------------------------------------------------------------------
 
     def params(self, index: str) -> RoutingParams:
-        """The routing numbers for ``index``: settings plus its stored calibration (cached for a while)."""
+        """The routing numbers for ``index``: the settings, replaced by the calibration stored with the
+        model folder (else with the index) and the index's QSI calibration (cached for a while)."""
         ttl = self.settings.routing.metadata_ttl_s
         now = time.monotonic()
         with self._lock:
             cached = self._params.get(index)
             if cached is not None and now - cached[0] < ttl:
                 return cached[1]
-        params = RoutingParams.resolve(self.settings.routing, self.backend.metadata(index))
+        params = RoutingParams.resolve(self.settings.routing, self.backend.metadata(index), self.model_routing())
         with self._lock:
             self._params[index] = (now, params)
         return params
 
     def forget_params(self, index: str | None = None) -> None:
-        """Drop cached parameters (after ``lexsearch calibrate`` wrote new ones in this process)."""
+        """Drop cached parameters (after a calibration wrote new ones in this process)."""
         with self._lock:
             if index is None:
                 self._params.clear()

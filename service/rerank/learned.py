@@ -87,6 +87,14 @@ class LearnedReranker:
         booster = lightgbm.train({**PARAMS, **(params or {})}, data, num_boost_round=rounds)
         return cls(booster, feature_names, label=label)
 
+    def first(self, rounds: int) -> LearnedReranker:
+        """The model made of the first ``rounds`` boosting rounds. Boosting is sequential and seeded,
+        so it scores exactly as the model fitted with ``rounds`` rounds on the same data."""
+        import lightgbm
+
+        booster = lightgbm.Booster(model_str=self.booster.model_to_string(num_iteration=rounds))
+        return LearnedReranker(booster, self.feature_names, label=self.name)
+
     def scores(self, features: np.ndarray, feature_names: Sequence[str]) -> np.ndarray:
         """Model scores for rows whose columns are ``feature_names`` (reordered by name as needed).
 

@@ -1,7 +1,7 @@
 """From a question and its side-by-side probe to a complexity score, a tier and a strategy.
 
 :class:`RoutingParams` resolves the numbers (settings, replaced by the calibration stored with the
-index), :class:`ComplexityEstimator` computes the score with its components, and
+model folder or the index), :class:`ComplexityEstimator` computes the score with its components, and
 :class:`Router` maps the score to a tier (thresholds 0.25 / 0.45 / 0.7 by default) and the tier to
 a strategy: a pipeline name plus its ``SearchRequest.options``.
 
@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
-from service.config import RoutingSettings
+from service.config import RoutingNumbers, RoutingSettings
 from service.corpus.model import Hit
 from service.plugins import resolve_reranker
 from service.routing import complexity as cx
@@ -56,89 +56,81 @@ def tier_for(score: float, thresholds: Sequence[float]) -> int:
     return bisect.bisect_right(list(thresholds), score)
 
 
-_DEFAULTS = RoutingSettings()
-
-
 @dataclass(frozen=True)
-class RoutingParams:
+class RoutingParams(RoutingNumbers):
     """Every number routing uses for one index, and where each group came from.
 
-    ``sources`` maps ``"qsi"``, ``"thresholds"`` and ``"cut"`` to ``"settings"``, ``"calibrated"``
-    or ``"paper-default"`` (QSI without any calibration).
+    ``sources`` maps ``"qsi"`` to ``"calibrated"`` (the index's label-free QSI calibration) or
+    ``"paper-default"``, and ``"thresholds"`` and ``"cut"`` to ``"model"`` (the calibration stored
+    with the model folder by ``lexsearch train``), ``"index"`` (stored with the index by
+    ``lexsearch calibrate``) or ``"settings"``.
     """
 
-    thresholds: tuple[float, float, float] = tuple(_DEFAULTS.thresholds)  # type: ignore[assignment]
-    gamma: float = _DEFAULTS.gamma
-    base_weight: float = _DEFAULTS.base_weight
-    gate_p: float = _DEFAULTS.gate_p
-    gate_q: float = _DEFAULTS.gate_q
-    rdi_k: int = _DEFAULTS.rdi_k
-    rdi_jaccard_weight: float = _DEFAULTS.rdi_jaccard_weight
-    qsi_a: float = _DEFAULTS.qsi_a
-    qsi_b: float = _DEFAULTS.qsi_b
-    cut_sigma: float = _DEFAULTS.cut_sigma
-    cut_min_k: int = _DEFAULTS.cut_min_k
-    cut_max_k: int = _DEFAULTS.cut_max_k
-    cut_depth: int = _DEFAULTS.cut_depth
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     @classmethod
-    def resolve(cls, settings: RoutingSettings, metadata: Mapping[str, Any] | None = None) -> RoutingParams:
-        """The settings' values, replaced by the index's stored calibration when allowed.
+    def resolve(cls, settings: RoutingSettings, metadata: Mapping[str, Any] | None = None,
+                model_calibration: Mapping[str, Any] | None = None) -> RoutingParams:
+        """The settings' numbers, replaced by stored calibrations where allowed.
 
         QSI's ``a``/``b`` always come from the index when it has them (they describe its score
-        scale, not a preference); thresholds, gamma and the cut only while ``use_calibration``.
-        A malformed stored entry is ignored with a warning, never fatal.
+        scale, not a preference). Thresholds, gamma and the cut come, while ``use_calibration``,
+        from the model folder's calibration (``model_calibration``), else from the index's
+        (metadata entry ``routing``). A malformed stored entry is ignored with a warning, never fatal.
         """
-        values = {f.name: getattr(settings, f.name) for f in fields(cls) if f.name != "sources"}
-        params = cls(**{**values, "thresholds": tuple(settings.thresholds)},
+        params = cls(**_as_values(settings),
                      sources={"qsi": "paper-default", "thresholds": "settings", "cut": "settings"})
         metadata = metadata or {}
-        sources = dict(params.sources)
-        try:
-            stored = metadata.get(QSI_KEY) or {}
-            if stored:
-                a, b = float(stored["a"]), float(stored["b"])
-                if a > 0:
-                    params = replace(params, qsi_a=a, qsi_b=b)
-                    sources["qsi"] = "calibrated"
-        except (KeyError, TypeError, ValueError) as exc:
-            log.warning("ignoring malformed qsi calibration %r: %s", metadata.get(QSI_KEY), exc)
-        calibration = metadata.get(CALIBRATION_KEY) or {}
-        if settings.use_calibration and calibration:
+        stored = metadata.get(QSI_KEY) or {}
+        if stored:
             try:
-                params, sources = _apply_calibration(params, calibration, sources)
+                qsi = replace(params, qsi_a=float(stored["a"]), qsi_b=float(stored["b"]))
+                if not qsi.problems():
+                    params = replace(qsi, sources={**params.sources, "qsi": "calibrated"})
+                else:
+                    log.warning("ignoring qsi calibration %r: %s", stored, "; ".join(qsi.problems()))
             except (KeyError, TypeError, ValueError) as exc:
-                log.warning("ignoring malformed routing calibration: %s", exc)
-        return replace(params, sources=sources)
+                log.warning("ignoring malformed qsi calibration %r: %s", stored, exc)
+        if not settings.use_calibration:
+            return params
+        for source, calibration in (("model", model_calibration), ("index", metadata.get(CALIBRATION_KEY))):
+            if calibration:
+                try:
+                    return _apply_calibration(params, calibration, source)
+                except (KeyError, TypeError, ValueError) as exc:
+                    log.warning("ignoring malformed routing calibration of the %s: %s", source, exc)
+        return params
 
     def to_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        return {**out, "thresholds": list(self.thresholds), "qsi_a": round(self.qsi_a, 6),
+        return {**_as_values(self), "thresholds": list(self.thresholds), "qsi_a": round(self.qsi_a, 6),
                 "qsi_b": round(self.qsi_b, 6), "sources": dict(self.sources)}
 
 
-def _apply_calibration(params: RoutingParams, stored: Mapping[str, Any],
-                       sources: dict[str, str]) -> tuple[RoutingParams, dict[str, str]]:
-    sources = dict(sources)
+def _as_values(numbers: RoutingNumbers) -> dict[str, Any]:
+    return {f.name: getattr(numbers, f.name) for f in fields(RoutingNumbers)}
+
+
+def _apply_calibration(params: RoutingParams, stored: Mapping[str, Any], source: str) -> RoutingParams:
+    """``params`` with a stored calibration's thresholds, gamma and cut (each group optional).
+
+    Raises:
+        ValueError: (or KeyError, TypeError) when the entry is malformed or its numbers are invalid.
+    """
+    sources = dict(params.sources)
     if "thresholds" in stored:
-        t = tuple(float(x) for x in stored["thresholds"])
-        if len(t) != 3 or not all(0.0 <= x <= 1.0 for x in t) or not t[0] <= t[1] <= t[2]:
-            raise ValueError(f"stored thresholds {t} are not three ordered numbers in [0, 1]")
-        gamma = float(stored.get("gamma", params.gamma))
-        if not 0.0 <= gamma <= 1.0:
-            raise ValueError(f"stored gamma {gamma} is outside [0, 1]")
-        params = replace(params, thresholds=t, gamma=gamma)  # type: ignore[arg-type]
-        sources["thresholds"] = "calibrated"
+        params = replace(params, thresholds=tuple(float(x) for x in stored["thresholds"]),
+                         gamma=float(stored.get("gamma", params.gamma)))
+        sources["thresholds"] = source
     cut = stored.get("cut")
     if cut:
-        sigma, min_k, max_k = float(cut["sigma"]), int(cut["min_k"]), int(cut["max_k"])
-        if not 0.0 < sigma < 1.0 or not 1 <= min_k <= max_k:
-            raise ValueError(f"stored cut {cut} is invalid")
-        params = replace(params, cut_sigma=sigma, cut_min_k=min_k, cut_max_k=max_k,
+        max_k = int(cut["max_k"])
+        params = replace(params, cut_sigma=float(cut["sigma"]), cut_min_k=int(cut["min_k"]), cut_max_k=max_k,
                          cut_depth=max(params.cut_depth, max_k))
-        sources["cut"] = "calibrated"
-    return params, sources
+        sources["cut"] = source
+    problems = params.problems()
+    if problems:
+        raise ValueError("; ".join(problems))
+    return replace(params, sources=sources)
 
 
 @dataclass
@@ -304,8 +296,7 @@ class Router:
 
     @classmethod
     def from_settings(cls, settings: RoutingSettings, *, llm_enabled: bool) -> Router:
-        return cls([Strategy(tier, name.strip(), dict(opts)) for tier, (name, opts)
-                    in enumerate(zip(settings.tier_pipelines(), settings.tier_options(), strict=True))],
+        return cls([Strategy(i, tier.pipeline, tier.option_dict()) for i, tier in enumerate(settings.tiers)],
                    llm_enabled=llm_enabled)
 
     def tier(self, score: float, params: RoutingParams) -> int:

@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from service.config import RoutingSettings
+from service.config import RoutingNumbers
 from service.evaluation.metrics import set_scores
 from service.retrieval.cut import cliff_cut
 
@@ -45,7 +46,7 @@ DEFAULT_GRID: tuple[float, ...] = tuple(round(x * 0.05, 2) for x in range(21))
 DEFAULT_SIGMAS: tuple[float, ...] = (0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
 DEFAULT_MIN_KS: tuple[int, ...] = (1, 2, 3)
 DEFAULT_MAX_KS: tuple[int, ...] = (5, 10, 20)
-_DEFAULTS = RoutingSettings()
+_DEFAULTS = RoutingNumbers()
 
 
 @dataclass
@@ -80,6 +81,24 @@ class FitData:
             self.reference_latency_ms = self.latency_ms[-1]
         elif self.reference_latency_ms.shape != (n,):
             raise ValueError("FitData reference latencies disagree on the number of queries")
+
+    @classmethod
+    def concat(cls, parts: Sequence[FitData]) -> FitData:
+        """The measurements of several query sets (e.g. calibration folds) as one, in order.
+
+        Raises:
+            ValueError: for no parts, or parts with different numbers of tiers.
+        """
+        if not parts or len({p.tiers for p in parts}) != 1:
+            raise ValueError("FitData.concat needs at least one part, all with the same tiers")
+        tiers = parts[0].tiers
+        return cls(c_intrinsic=np.concatenate([p.c_intrinsic for p in parts]),
+                   c_consistency=np.concatenate([p.c_consistency for p in parts]),
+                   recall=np.concatenate([p.recall for p in parts], axis=1),
+                   latency_ms=np.concatenate([p.latency_ms for p in parts], axis=1),
+                   rankings=[[r for p in parts for r in p.rankings[t]] for t in range(tiers)],
+                   relevant=[r for p in parts for r in p.relevant],
+                   reference_latency_ms=np.concatenate([np.asarray(p.reference_latency_ms) for p in parts]))
 
     @property
     def queries(self) -> int:
@@ -143,6 +162,48 @@ class CutChoice:
                 "fit_set": {"precision": round(self.precision, 4), "recall": round(self.recall, 4),
                             "f1": round(self.f1, 4)},
                 "fit_fixed10_f1": round(self.fixed10_f1, 4)}
+
+
+@dataclass(frozen=True)
+class CalibrationTargets:
+    """What a routing calibration aims at, relative to always running the top tier (see
+    :func:`search_routing`): the share of its Recall@10 to keep, the share of its mean latency
+    allowed, and the confidence of the bootstrap bounds both must hold on (``None``: fit means)."""
+
+    recall_target: float = 0.95
+    latency_budget: float = 0.5
+    confidence: float | None = 0.9
+
+    def problems(self) -> list[str]:
+        out = []
+        if not 0.0 < self.recall_target <= 1.0 or not 0.0 < self.latency_budget <= 1.0:
+            out.append("the recall target and the latency budget must be in (0, 1]")
+        if self.confidence is not None and not 0.0 < self.confidence < 1.0:
+            out.append("the confidence must be in (0, 1)")
+        return out
+
+
+def fit_calibration(data: FitData, targets: CalibrationTargets, *, calibrated_on: dict[str, Any]) -> dict[str, Any]:
+    """Choose thresholds and gamma (:func:`search_routing`), then the cut on the rankings they route
+    to (:func:`search_cut`), and return the stored calibration entry.
+
+    ``calibrated_on`` says what the measurements came from (dataset, split, models ...); the number
+    of queries and the date are added.
+
+    Raises:
+        ValueError: for no queries or invalid targets.
+    """
+    routing = search_routing(data, recall_target=targets.recall_target, latency_budget=targets.latency_budget,
+                             confidence=targets.confidence)
+    cut = search_cut(routed_rankings(data, routing), data.relevant)
+    return {
+        "thresholds": list(routing.thresholds),
+        "gamma": routing.gamma,
+        "cut": {"sigma": cut.sigma, "min_k": cut.min_k, "max_k": cut.max_k},
+        "fit": {"routing": routing.to_dict(), "cut": cut.to_dict()},
+        "calibrated_on": {**calibrated_on, "queries": data.queries, "date": time.strftime("%Y-%m-%dT%H:%M:%S")},
+        "method": "grid-v1",
+    }
 
 
 def assign_tiers(scores: np.ndarray, thresholds: Sequence[float]) -> np.ndarray:

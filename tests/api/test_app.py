@@ -134,6 +134,18 @@ def test_search_returns_citations_scores_and_snippets(api: ApiServer, mini_key: 
             assert f"<em>{snippet['text'][start:end]}</em>" in snippet["html"]
 
 
+def test_search_says_where_its_milliseconds_went(api: ApiServer, mini_key: str) -> None:
+    response = post(api, "/v1/search", mini_key, {"query": QUERY, "k": 5, "pipeline": "hybrid"})
+    stages = {}
+    for part in response.headers["Server-Timing"].split(", "):
+        name, _, ms = part.partition(";dur=")
+        stages[name] = float(ms)
+    assert {"auth", "body", "queue", "embed", "retrieve", "search", "render", "json", "app"} <= set(stages)
+    assert all(ms >= 0 for ms in stages.values())
+    assert stages["search"] <= stages["app"] and stages["embed"] + stages["retrieve"] <= stages["search"]
+    assert "Server-Timing" in requests.get(api.url + "/health", timeout=5).headers
+
+
 def test_search_defaults_to_routed_and_explains_on_request(api: ApiServer, mini_key: str) -> None:
     body = post(api, "/v1/search", mini_key, {"query": QUERY, "explain": True}).json()
     assert body["pipeline"] == "routed" and isinstance(body["tier"], int)

@@ -168,6 +168,30 @@ class BackendConformance:
             theirs_knn = [h.doc_id for h in reference.knn(ref_name, vector, k=5)]
             assert ours_knn == theirs_knn
 
+    def test_doc_freqs_count_the_documents_holding_each_term(self, ctx, mini_embedded) -> None:
+        backend, name, _, _ = ctx
+        reference, ref_name = mini_embedded
+        terms = ["kaution", "vermiet", "劳动", "zzzunknown"]
+        counts = backend.doc_freqs(name, terms)
+        assert counts == reference.doc_freqs(ref_name, terms)
+        assert counts["kaution"] >= 2 and counts["zzzunknown"] == 0
+        assert backend.doc_freqs(name, []) == {}
+
+    def test_bulk_writes_every_chunk_and_a_later_chunk_wins(self, ctx) -> None:
+        backend, name, docs, embedder = ctx
+        doc = next(d for d in docs if d.id == "SR220_Art60_de")
+        first = LegalDoc.from_dict({**doc.to_dict(), "text": "Quokka Zebrastreifen"})
+        second = LegalDoc.from_dict({**doc.to_dict(), "text": "Wombat Zebrastreifen"})
+        with backend.bulk(name) as write:
+            assert write([first], embedder.embed_documents([embedding_text(first)])).indexed == 1
+            assert write([second], embedder.embed_documents([embedding_text(second)])).indexed == 1
+        try:
+            assert backend.count(name) == len(docs)
+            assert backend.bm25(name, "Quokka", k=3, lang="de") == []
+            assert backend.bm25(name, "Wombat", k=3, lang="de")[0].doc_id == doc.id
+        finally:
+            backend.write(name, [doc], embedder.embed_documents([embedding_text(doc)]))
+
     def test_write_rejects_vectors_of_the_wrong_shape(self, ctx) -> None:
         backend, name, docs, _ = ctx
         from service.errors import InvalidInput

@@ -229,3 +229,35 @@ def test_searches_stay_consistent_while_another_thread_writes(tmp_path, mini_doc
         t.join()
     assert not errors
     assert backend.count("mini") == len(mini_docs) - 1
+
+
+def test_a_bulk_load_publishes_its_chunks_together_and_nothing_when_it_fails(tmp_path, mini_docs,
+                                                                              use_embedder) -> None:
+    backend = _build(tmp_path, mini_docs[:3], use_embedder)
+    vectors = use_embedder.embed_documents([d.text for d in mini_docs])
+    with pytest.raises(RuntimeError, match="source broke"), backend.bulk("mini") as write:
+        write(mini_docs[3:6], vectors[3:6])
+        raise RuntimeError("source broke")
+    assert backend.count("mini") == 3
+    assert json.loads((tmp_path / "mini" / "manifest.json").read_text())["state"] == "ready"
+    assert EmbeddedBackend(tmp_path).count("mini") == 3
+    with backend.bulk("mini") as write:
+        write(mini_docs[3:6], vectors[3:6])
+        assert backend.count("mini") == 3  # searches see the old state until the load ends
+        write(mini_docs[6:], vectors[6:])
+    assert backend.count("mini") == len(mini_docs)
+    assert EmbeddedBackend(tmp_path).count("mini") == len(mini_docs)
+
+
+def test_a_bulk_load_saves_the_vector_index_once(tmp_path, mini_docs, use_embedder, monkeypatch) -> None:
+    import service.backends.embedded as embedded
+    import service.indexing as indexing
+
+    saved: list[int] = []
+    real_write_faiss = embedded.EmbeddedIndex._write_faiss
+    monkeypatch.setattr(embedded.EmbeddedIndex, "_write_faiss",
+                        lambda self, index: (saved.append(index.ntotal), real_write_faiss(self, index))[1])
+    monkeypatch.setattr(indexing, "WRITE_CHUNK", 4)  # many chunks
+    backend = EmbeddedBackend(tmp_path)
+    assert index_documents(backend, use_embedder, "mini", mini_docs, language="").ok
+    assert saved == [0, len(mini_docs)]  # created empty, then one save for the whole load

@@ -6,14 +6,12 @@ import json
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from service.backends.embedded import EmbeddedBackend
 from service.cli import main
 from service.commands.calibrate import check_training_split
 from service.errors import InvalidInput
-from service.pipelines.base import SearchRequest
 from tests.support.corpus import MINI
 
 pytestmark = pytest.mark.unit
@@ -136,44 +134,5 @@ def test_new_calibration_reaches_the_serving_pipeline(fit_dataset, tmp_path, emb
     before = serving.pipeline("routed").params(index)  # cached by the serving pipeline
     entry = calibrate(runtime, dataset, "fit", latency_runtime=serving)
     after = serving.pipeline("routed").params(index)
-    assert after.sources["thresholds"] == "calibrated" and before.sources["thresholds"] == "settings"
+    assert after.sources["thresholds"] == "index" and before.sources["thresholds"] == "settings"
     assert list(after.thresholds) == entry["thresholds"] and after.gamma == entry["gamma"]
-
-
-def test_fit_data_times_each_tier_as_a_served_search_in_rotating_order(fit_dataset, tmp_path,  # type: ignore[no-untyped-def]
-                                                                      embedding_cache_dir) -> None:
-    from service.commands.calibrate import collect_fit_data
-    from service.config import load_settings
-    from service.corpus.datasets import Dataset
-    from service.evaluation.dataset_index import ensure_dataset_index
-    from service.pipelines.build import Runtime
-
-    settings = load_settings().replace(index={"root": str(tmp_path / "indices")},
-                                       embedder={"cache_dir": str(embedding_cache_dir)})
-    runtime = Runtime(settings)
-    dataset = Dataset(fit_dataset)
-    index = ensure_dataset_index(runtime, dataset)
-    pipe = runtime.pipeline("routed")
-    forced: list[int] = []
-    served = pipe.run
-
-    def recording_run(request):  # type: ignore[no-untyped-def]
-        forced.append(request.options["tier"])
-        return served(request)
-
-    pipe.run = recording_run  # type: ignore[method-assign]
-    queries = dataset.queries("fit")[:4]
-    data = collect_fit_data(pipe, queries, dataset.qrels("fit"), index=index,
-                            forget_caches=runtime.forget_query_caches)
-    tiers = len(pipe.router.strategies)
-    distinct = len({json.dumps([s.pipeline, s.options], sort_keys=True) for s in pipe.router.strategies})
-    per_query = [forced[distinct * (i + 1): distinct * (i + 2)] for i in range(len(queries))]  # after the warm-up
-    assert all(sorted(order) == sorted(per_query[0]) and len(set(order)) == distinct for order in per_query)
-    assert len({order[0] for order in per_query}) == min(distinct, len(queries))  # the first tier rotates
-    # A tier's latency is its forced search plus the complexity estimate; the reference has no estimate.
-    assert data.latency_ms.shape == (tiers, len(queries))
-    assert np.all(data.latency_ms[-1] > data.reference_latency_ms)
-    pipe.run = served  # type: ignore[method-assign]
-    top = served(SearchRequest(query=queries[0].text, index=index, k=max(10, pipe.params(index).cut_depth),
-                               lang=queries[0].lang, options={"tier": tiers - 1}))
-    assert [d for d, _ in data.rankings[-1][0]] == [h.doc_id for h in top.hits]

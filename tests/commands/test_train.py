@@ -27,16 +27,26 @@ def model_dir(env) -> str:
     for key, value in env.items():
         if key.startswith("LEXSEARCH_"):
             mp.setenv(key, value)
-    assert main(["train", "--data", str(MINI), "--split", "dev", "--out", out, "--folds", "2",
+    assert main(["train", "--data", str(MINI), "--split", "dev", "--out", out, "--folds", "2", "--no-calibrate",
                  "--json", str(Path(env["root"]) / "report.json")]) == 0
     mp.undo()
     return out
 
 
 def test_train_writes_a_model_folder_and_a_report(model_dir, env) -> None:
-    assert (Path(model_dir) / "manifest.json").is_file()
+    manifest = json.loads((Path(model_dir) / "manifest.json").read_text())
     report = json.loads((Path(env["root"]) / "report.json").read_text())
     assert report["questions"] == 8 and "agentic_recall@10" in report["cv"]
+    assert "routing" not in manifest and manifest["timings_s"]["calibrate"] == 0.0  # --no-calibrate
+
+
+def test_routed_search_without_a_model_calibration_says_where_its_thresholds_came_from(cli, model_dir) -> None:
+    index = str(Path(model_dir).parent / "indices" / json.loads((Path(model_dir) / "manifest.json").read_text())[
+        "index"])
+    code, out, _ = cli("search", "用人单位辞退员工未通知工会", "--index", index, "--model", model_dir, "--json",
+                       "--explain")
+    assert code == 0
+    assert json.loads(out)["trace"]["routing"]["params"]["sources"]["thresholds"] in ("index", "settings")
 
 
 def test_eval_runs_agentic_pipelines_with_the_model(cli, model_dir, env) -> None:
@@ -64,9 +74,15 @@ def test_search_explains_agents_and_reranker(cli, model_dir) -> None:
     assert body["hits"] and body["trace"]["reranker"]["name"] == "learned" and "rounds" in body["trace"]
 
 
-def test_bad_split_and_bad_option_are_clear_errors(cli, model_dir) -> None:
-    code, _, err = cli("train", "--data", str(MINI), "--split", "nope", "--out", "/tmp/never")
-    assert code == 2 and "no split 'nope'" in err
+def test_bad_split_and_bad_option_are_clear_errors(cli, model_dir, tmp_path) -> None:
+    code, _, err = cli("train", "--data", str(MINI), "--split", "nope", "--out", str(tmp_path / "never"))
+    assert code == 2 and "no split 'nope'" in err and not (tmp_path / "never").exists()
+    (tmp_path / "taken").write_text("x", encoding="utf-8")
+    code, _, err = cli("train", "--data", str(MINI), "--split", "dev", "--out", str(tmp_path / "taken"))
+    assert code == 2 and err.startswith("lexsearch: error:") and "is a file" in err and "Traceback" not in err
+    code, _, err = cli("train", "--data", str(MINI), "--split", "dev", "--out", str(tmp_path / "m"),
+                       "--latency-budget", "0")
+    assert code == 2 and "--latency-budget" in err
     code, _, err = cli("eval", "--data", str(MINI), "--split", "dev", "--pipeline", "agentic", "--model", model_dir,
                        "--option", "max_rounds=7")
     assert code == 2 and "max_rounds" in err

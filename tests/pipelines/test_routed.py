@@ -96,7 +96,7 @@ def test_stored_calibration_steers_the_router(runtime: Runtime) -> None:
     try:
         response = _run(runtime)
         routing = response.trace["routing"]
-        assert routing["tier"] == 0 and routing["params"]["sources"]["thresholds"] == "calibrated"
+        assert routing["tier"] == 0 and routing["params"]["sources"]["thresholds"] == "index"
         assert 2 <= response.returned <= 5 and response.trace["cut"]["sigma"] == 0.3
     finally:
         backend.update_metadata("mini", routing={})

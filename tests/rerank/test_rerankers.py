@@ -68,8 +68,8 @@ def test_pool_order_reranker_keeps_scores_that_descend_in_its_order() -> None:
     assert [h.doc_id for h in ranked] == ["a", "b"] and ranked[0].score > ranked[1].score
 
 
-def test_learned_reranker_learns_the_signal_and_round_trips(tmp_path: Path) -> None:
-    rng = np.random.default_rng(1)
+def _pools(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """60 pools of 20 candidates over columns a, b, c; the relevant one has the largest b."""
     groups, xs, ys = [], [], []
     for _ in range(60):
         x = rng.standard_normal((20, 3)).astype(np.float32)
@@ -78,7 +78,12 @@ def test_learned_reranker_learns_the_signal_and_round_trips(tmp_path: Path) -> N
         xs.append(x)
         ys.append(y)
         groups.append(20)
-    model = LearnedReranker.fit(np.concatenate(xs), np.concatenate(ys), groups, ["a", "b", "c"], rounds=40)
+    return np.concatenate(xs), np.concatenate(ys), groups
+
+
+def test_learned_reranker_learns_the_signal_and_round_trips(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    model = LearnedReranker.fit(*_pools(rng), ["a", "b", "c"], rounds=40)
     x = rng.standard_normal((5, 3)).astype(np.float32)
     best = int(np.argmax(x[:, 1]))
     hits = _hits()
@@ -92,6 +97,20 @@ def test_learned_reranker_learns_the_signal_and_round_trips(tmp_path: Path) -> N
         model.scores(x[:, :2], ["a", "c"])
     context = RerankContext(fallback=["d4"])
     assert model.rerank(QUERY, _hits(), k=1, context=context)[0].doc_id == "d4" and "fallback" in context.notes
+
+
+def test_the_first_rounds_of_a_model_score_as_a_model_fitted_with_that_many_rounds(tmp_path: Path) -> None:
+    rng = np.random.default_rng(2)
+    features, labels, groups = _pools(rng)
+    long = LearnedReranker.fit(features, labels, groups, ["a", "b", "c"], rounds=60, label="x")
+    short = LearnedReranker.fit(features, labels, groups, ["a", "b", "c"], rounds=25, label="x")
+    cut = long.first(25)
+    assert cut.booster.num_trees() == short.booster.num_trees() == 25 and cut.name == "x"
+    x = rng.standard_normal((50, 3)).astype(np.float32)
+    assert np.array_equal(cut.scores(x, ["a", "b", "c"]), short.scores(x, ["a", "b", "c"]))
+    cut.save(tmp_path / "cut.txt")
+    again = LearnedReranker.load(tmp_path / "cut.txt", ["a", "b", "c"], compile_trees=False)
+    assert np.array_equal(again.scores(x, ["a", "b", "c"]), short.scores(x, ["a", "b", "c"]))
 
 
 def test_llm_rerank_valid_flow_puts_the_llm_order_first(openai_server: OpenAITestServer) -> None:

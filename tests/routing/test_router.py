@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pytest
 
-from service.config import LlmSettings, RoutingSettings, load_settings
+from service.config import LlmSettings, RoutingNumbers, RoutingSettings, RoutingTier, load_settings
 from service.corpus.model import Hit
 from service.errors import ConfigError
 from service.llm.client import LlmClient
@@ -42,25 +44,59 @@ def test_router_caps_at_the_last_strategy_and_resolves_auto_reranker() -> None:
     assert short.tier(0.99, params) == 1
 
 
-def test_tier_mapping_is_configurable() -> None:
-    settings = load_settings(environ={"LEXSEARCH_ROUTING_TIER3": "hybrid", "LEXSEARCH_ROUTING_TIER3_OPTIONS": "x=1",
+def test_tiers_are_one_setting_in_the_environment_and_the_config_file(tmp_path) -> None:
+    settings = load_settings(environ={"LEXSEARCH_ROUTING_TIERS": "hybrid | hybrid+rerank: reranker=learned | "
+                                                                 "agentic: agents=terminology,repair;max_rounds=1 | "
+                                                                 "hybrid: x=1",
                                       "LEXSEARCH_ROUTING_THRESHOLDS": "0.2,0.5,0.9"})
     router = Router.from_settings(settings.routing, llm_enabled=False)
     assert router.strategy(3).pipeline == "hybrid" and router.strategy(3).options == {"x": "1"}
+    assert router.strategy(2).options == {"agents": "terminology,repair", "max_rounds": "1"}
     assert settings.routing.thresholds == (0.2, 0.5, 0.9)
+    config = tmp_path / "lexsearch.toml"
+    config.write_text('[routing]\ntiers = ["hybrid", "hybrid+rerank", "agentic: max_rounds=2", '
+                      '"agentic: reranker=auto; hyde=1"]\n', encoding="utf-8")
+    tiers = load_settings(config, environ={}).routing.tiers
+    assert [t.spec() for t in tiers] == ["hybrid", "hybrid+rerank", "agentic: max_rounds=2",
+                                         "agentic: reranker=auto;hyde=1"]
+    assert [RoutingTier.parse(t.spec()) for t in RoutingSettings().tiers] == list(RoutingSettings().tiers)
 
 
-@pytest.mark.parametrize("env", [
-    {"LEXSEARCH_ROUTING_THRESHOLDS": "0.5,0.4,0.7"},
-    {"LEXSEARCH_ROUTING_THRESHOLDS": "0.2,0.4"},
-    {"LEXSEARCH_ROUTING_GAMMA": "1.5"},
-    {"LEXSEARCH_ROUTING_TIER2_OPTIONS": "reranker"},
-    {"LEXSEARCH_ROUTING_TIER0": "routed"},
-    {"LEXSEARCH_ROUTING_CUT_MIN_K": "20"},
+def test_old_per_tier_spellings_are_still_read() -> None:
+    settings = load_settings(environ={"LEXSEARCH_ROUTING_TIER3": "hybrid", "LEXSEARCH_ROUTING_TIER3_OPTIONS": "x=1",
+                                      "LEXSEARCH_ROUTING_TIER1_OPTIONS": "reranker=none"})
+    tiers = settings.routing.tiers
+    assert tiers[3] == RoutingTier("hybrid", (("x", "1"),)) and tiers[1] == RoutingTier("hybrid+rerank",
+                                                                                           (("reranker", "none"),))
+    assert tiers[0] == RoutingSettings().tiers[0] and tiers[2] == RoutingSettings().tiers[2]
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"LEXSEARCH_ROUTING_THRESHOLDS": "0.5,0.4,0.7"}, "thresholds"),
+    ({"LEXSEARCH_ROUTING_THRESHOLDS": "0.2,0.4"}, "thresholds"),
+    ({"LEXSEARCH_ROUTING_GAMMA": "1.5"}, "gamma"),
+    ({"LEXSEARCH_ROUTING_TIERS": "hybrid | hybrid | agentic: reranker | agentic"}, "must look like key=value"),
+    ({"LEXSEARCH_ROUTING_TIERS": "routed | hybrid | agentic | agentic"}, "routed pipeline itself"),
+    ({"LEXSEARCH_ROUTING_TIERS": "hybrid | agentic"}, "4 tiers"),
+    ({"LEXSEARCH_ROUTING_TIERS": "hybrid | : x=1 | agentic | agentic"}, "pipeline name"),
+    ({"LEXSEARCH_ROUTING_TIER2_OPTIONS": "reranker"}, "key=value"),
+    ({"LEXSEARCH_ROUTING_TIER0": "routed"}, "routed pipeline itself"),
+    ({"LEXSEARCH_ROUTING_CUT_MIN_K": "20"}, "cut_min_k"),
 ])
-def test_bad_routing_settings_are_rejected(env: dict[str, str]) -> None:
-    with pytest.raises(ConfigError, match="routing"):
+def test_bad_routing_settings_are_rejected(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match="routing") as caught:
         load_settings(environ=env)
+    assert message in str(caught.value)
+
+
+def test_params_repeat_no_setting() -> None:
+    numbers = {f.name for f in fields(RoutingNumbers)}
+    assert numbers <= {f.name for f in fields(RoutingSettings)} and numbers <= {f.name for f in fields(RoutingParams)}
+    assert {f.name for f in fields(RoutingParams)} - numbers == {"sources"}
+    settings = RoutingSettings(gamma=0.2, cut_depth=60)
+    params = RoutingParams.resolve(settings)
+    assert all(getattr(params, name) == getattr(settings, name) for name in numbers - {"thresholds"})
+    assert params.thresholds == settings.thresholds
 
 
 def test_params_from_settings_and_stored_calibration() -> None:
@@ -73,15 +109,29 @@ def test_params_from_settings_and_stored_calibration() -> None:
     tuned = RoutingParams.resolve(settings, meta)
     assert (tuned.qsi_a, tuned.qsi_b, tuned.thresholds, tuned.gamma) == (0.1, 30.0, (0.1, 0.5, 0.8), 0.6)
     assert (tuned.cut_sigma, tuned.cut_min_k, tuned.cut_max_k) == (0.05, 2, 20)
-    assert tuned.sources == {"qsi": "calibrated", "thresholds": "calibrated", "cut": "calibrated"}
+    assert tuned.sources == {"qsi": "calibrated", "thresholds": "index", "cut": "index"}
     # use_calibration = false keeps the configured thresholds, but QSI always follows the index's score scale
     fixed = RoutingParams.resolve(RoutingSettings(use_calibration=False), meta)
     assert fixed.thresholds == (0.25, 0.45, 0.7) and fixed.qsi_a == 0.1
 
 
+def test_the_model_folders_calibration_comes_before_the_indexs() -> None:
+    meta = {"routing": {"thresholds": [0.1, 0.5, 0.8], "gamma": 0.6, "cut": {"sigma": 0.05, "min_k": 2, "max_k": 20}}}
+    model = {"thresholds": [0.3, 0.9, 0.9], "gamma": 0.1}
+    params = RoutingParams.resolve(RoutingSettings(), meta, model)
+    assert (params.thresholds, params.gamma) == ((0.3, 0.9, 0.9), 0.1)
+    assert params.sources == {"qsi": "paper-default", "thresholds": "model", "cut": "settings"}
+    broken = RoutingParams.resolve(RoutingSettings(), meta, {"thresholds": [0.9, 0.1, 0.2]})
+    assert broken.thresholds == (0.1, 0.5, 0.8) and broken.sources["thresholds"] == "index"
+    off = RoutingParams.resolve(RoutingSettings(use_calibration=False), meta, model)
+    assert off.thresholds == (0.25, 0.45, 0.7) and off.sources["thresholds"] == "settings"
+
+
 def test_malformed_stored_calibration_is_ignored() -> None:
     params = RoutingParams.resolve(RoutingSettings(), {"qsi": {"a": "x"}, "routing": {"thresholds": [0.9, 0.1]}})
     assert params.thresholds == (0.25, 0.45, 0.7) and params.qsi_a == 0.5
+    negative = RoutingParams.resolve(RoutingSettings(), {"qsi": {"a": -1.0, "b": 3.0}})
+    assert negative.qsi_a == 0.5 and negative.sources["qsi"] == "paper-default"
 
 
 def _hits(kind: str, ids: list[str], top: float = 20.0) -> list[Hit]:

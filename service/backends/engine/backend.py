@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,7 +27,7 @@ import numpy as np
 from service.analysis.chain import analyzer_for
 from service.backends import _requests as req
 from service.backends._requests import CorpusKind
-from service.backends.base import IndexReport, IndexStats
+from service.backends.base import ChunkWriter, IndexReport, IndexStats
 from service.backends.engine.bulk import BulkWriter
 from service.backends.engine.client import EngineApi, EngineClient
 from service.backends.engine.facts import IndexCatalog, IndexInfo, check_name
@@ -199,6 +201,11 @@ class EngineBackend:
             self._after_write(name)
         return report
 
+    @contextmanager
+    def bulk(self, name: str) -> Iterator[ChunkWriter]:
+        """Each chunk is written (and refreshed) as it comes; see :meth:`SearchBackend.bulk`."""
+        yield partial(self.write, name)
+
     def delete(self, name: str, ids: Sequence[str]) -> int:
         """Remove documents by id; returns how many existed.
 
@@ -364,6 +371,18 @@ class EngineBackend:
         """Number of documents (as of the last refresh, which every lexsearch write performs)."""
         check_name(name)
         return int(self.client.call("count", self.api.count, name, index=name))
+
+    def doc_freqs(self, name: str, terms: Sequence[str]) -> dict[str, int]:
+        """Documents holding each analysed term, counted over all shards by one ``filters`` aggregation
+        (``{}`` for attached indices, which have no token field)."""
+        info = self.catalog.info(name)
+        field = info.field_map.bm25_tokens
+        if not field or not terms:
+            return {}
+        body = req.doc_freqs_body(field, terms)
+        response = self.client.call_complete("count terms", self.api.search, name, body, index=name)
+        buckets = response["aggregations"]["df"]["buckets"]
+        return {term: int(buckets[term]["doc_count"]) for term in terms if term in buckets}
 
     def stats(self, name: str) -> IndexStats:
         """Documents, dimension, embedder, languages and distinct laws of the index."""
