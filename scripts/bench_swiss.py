@@ -98,13 +98,16 @@ class LawScorer:
                 "top3": round(metrics.mean(b for _, b in self.rows), 4)}
 
 
-def save_fold(path: Path, rows: dict[str, list[QueryScore]], law: LawScorer | None, training: dict[str, Any]) -> None:
-    """Keep one fold's per-question scores, so that ``--reuse`` can pool them with later folds."""
-    data = {"rows": {key: [asdict(r) for r in values] for key, values in rows.items()},
-            "law": law.rows if law is not None else [], "training": training,
-            "scored": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+def save_fold(path: Path, rows: dict[str, list[QueryScore]], law: LawScorer | None, training: dict[str, Any]
+              ) -> dict[str, Any]:
+    """Keep one fold's per-question scores, so that ``--reuse`` can pool them with later folds; returns
+    when it was scored and the load average then."""
+    when = {"scored": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "load_average": [round(x, 2) for x in os.getloadavg()]}
+    data = {"rows": {key: [asdict(r) for r in values] for key, values in rows.items()},
+            "law": law.rows if law is not None else [], "training": training, **when}
     path.write_text(json.dumps(data) + "\n", encoding="utf-8")
+    return when
 
 
 def load_fold(path: Path, wanted: list[str]) -> dict[str, Any] | None:
@@ -207,9 +210,7 @@ def main(argv: list[str]) -> int:
                 write_run(out / "runs" / f"cv{f}.{variant}.{name}.run", run, tag=f"{variant}-{name}")
                 rows[f"{variant}/{name}"].extend(result.rows)
                 fold_rows[f"{variant}/{name}"].extend(result.rows)
-        save_fold(out / "folds" / f"cv{f}.json", fold_rows, fold_law, training.get(f"cv{f}", {}))
-        scored[f"cv{f}"] = {"scored": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                            "load_average": [round(x, 2) for x in os.getloadavg()]}
+        scored[f"cv{f}"] = save_fold(out / "folds" / f"cv{f}.json", fold_rows, fold_law, training.get(f"cv{f}", {}))
     load = os.getloadavg()
     results: dict[str, Any] = {
         "started": started, "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
