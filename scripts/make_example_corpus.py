@@ -8,9 +8,10 @@ Two cuts, one per use:
   gzip-compressed ``corpus_<lang>.jsonl.gz`` (about 3 MB; the loader reads ``.jsonl.gz``);
 * the trilingual test fixture ``tests/fixtures/trilingual`` (``--articles``): a few articles, plain JSONL.
 
-Lines are copied as they are except ``meta.url`` (it repeats ``meta.eli``). The example questions
-(``queries.demo.tsv``, ``qrels.demo.tsv``) are written by hand and kept as they are; the Swiss exam
-questions of the source dataset never enter the repository.
+Lines are copied as they are except ``meta.url`` (it repeats ``meta.eli``). The question sets
+(``queries.<split>.tsv``, ``qrels.<split>.tsv``: the demo questions and the lay questions ``lay-tune``
+and ``lay-check``) are written by hand and kept as they are, and ``dataset.json`` lists them; the Swiss
+exam questions of the source dataset never enter the repository.
 
 Usage::
 
@@ -72,7 +73,8 @@ def main() -> None:
             with open(out / name, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as fh:
                 fh.write(data)
         counts[lang] = len(kept)
-    queries = out / "queries.demo.tsv"
+    splits = {q.name[len("queries."):-len(".tsv")]: len(q.read_text(encoding="utf-8").splitlines())
+              for q in sorted(out.glob("queries.*.tsv"))}
     source_meta = json.loads((Path(args.source) / "dataset.json").read_text(encoding="utf-8"))
     meta = {
         "name": args.name,
@@ -84,7 +86,7 @@ def main() -> None:
         "work_key": ["meta.law_de", "meta.article"],
         "corpus_size": counts,
         "corpus": files,
-        "splits": {"demo": len(queries.read_text(encoding="utf-8").splitlines())} if queries.exists() else {},
+        "splits": splits,
     }
     (out / "dataset.json").write_text(json.dumps(meta, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     print(counts)

@@ -34,8 +34,10 @@ from service.analysis.synonyms import SynonymRules
 LANGUAGES: tuple[str, ...] = ("de", "fr", "it", "en", "zh")
 """Languages with a dedicated chain. Other codes fall back to the English-free 'simple' chain."""
 
-SYNONYM_WEIGHT = 0.5
-"""A word added by a synonym rule counts half as much as a word the user wrote."""
+SYNONYM_WEIGHT = 1.0
+"""A word added by a synonym rule counts as much as a word the user wrote: lay questions rarely use the
+statutes' words, so the legal term a rule adds is the evidence BM25 needs (on the Swiss lay questions
+1.0 beat 0.5 and 0.75, and GerLayQA and COLIEE were not harmed: docs/BENCHMARKS.md, "Swiss lay questions")."""
 CACHED_TEXT_CHARS = 1000
 """Texts up to this long have their terms cached (questions; see :meth:`Analyzer.tokens`)."""
 CACHED_TEXTS = 512
@@ -161,7 +163,7 @@ class Analyzer:
         return self._synonyms
 
     def query_weights(self, text: str) -> dict[str, float]:
-        """BM25 query terms with weights: each term's count, plus synonym expansions at half weight.
+        """BM25 query terms with weights: each term's count, plus synonym expansions (:data:`SYNONYM_WEIGHT`).
 
         Every backend turns a text query into these weights, so they all score alike.
         """

@@ -13,7 +13,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,8 +25,12 @@ class SynonymRules:
     rules: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]
 
     @classmethod
-    def parse(cls, lines: Iterable[str], analyze: Callable[[str], list[str]]) -> SynonymRules:
-        """Read Solr-format lines (``a, b => c`` or ``a, b, c``), ignoring comments and blanks."""
+    def parse(cls, lines: Iterable[str], analyze: Callable[[str], list[str]],
+              analyze_targets: Callable[[str], list[str]] | None = None) -> SynonymRules:
+        """Read Solr-format lines (``a, b => c`` or ``a, b, c``), ignoring comments and blanks.
+
+        ``analyze_targets`` analyses the right-hand side of ``=>`` rules when it is in another language
+        than the triggers (a bilingual glossary); by default both sides use ``analyze``."""
         rules: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
         for raw in lines:
             line = raw.split("#", 1)[0].strip()
@@ -35,7 +39,7 @@ class SynonymRules:
             if "=>" in line:
                 left, _, right = line.partition("=>")
                 triggers = [tuple(analyze(t)) for t in left.split(",")]
-                targets = _unique(tok for t in right.split(",") for tok in analyze(t))
+                targets = _unique(tok for t in right.split(",") for tok in (analyze_targets or analyze)(t))
                 rules.extend((trig, targets) for trig in triggers if trig)
             else:
                 group = [tuple(analyze(t)) for t in line.split(",")]
@@ -45,22 +49,28 @@ class SynonymRules:
         return cls(tuple(rules))
 
     @classmethod
-    def load(cls, path: Path, analyze: Callable[[str], list[str]]) -> SynonymRules:
+    def load(cls, path: Path, analyze: Callable[[str], list[str]],
+             analyze_targets: Callable[[str], list[str]] | None = None) -> SynonymRules:
         if not path.is_file():
             return cls(())
-        return cls.parse(path.read_text(encoding="utf-8").splitlines(), analyze)
+        return cls.parse(path.read_text(encoding="utf-8").splitlines(), analyze, analyze_targets)
 
     def expand(self, tokens: list[str]) -> dict[str, int]:
         """Tokens the rules add for a query (how often each is added); originals are not repeated."""
         added: dict[str, int] = {}
         present = set(tokens)
-        for trigger, targets in self.rules:
-            if not set(trigger) <= present or not _contains(tokens, trigger):
-                continue
+        for _trigger, targets in self.matches(tokens):
             for tok in targets:
                 if tok not in present:
                     added[tok] = added.get(tok, 0) + 1
         return added
+
+    def matches(self, tokens: list[str]) -> Iterator[tuple[tuple[str, ...], tuple[str, ...]]]:
+        """The rules whose trigger occurs in ``tokens`` (as a contiguous sequence): (trigger, targets)."""
+        present = set(tokens)
+        for trigger, targets in self.rules:
+            if set(trigger) <= present and _contains(tokens, trigger):
+                yield trigger, targets
 
 
 def _unique(tokens: Iterable[str]) -> tuple[str, ...]:

@@ -37,8 +37,7 @@ import faiss
 import numpy as np
 import tantivy
 
-from service.analysis.chain import analyzer_for
-from service.analysis.language import detect_language
+from service.analysis.crosslingual import bm25_query_weights
 from service.backends.base import ChunkWriter, IndexReport, IndexStats
 from service.backends.rows import AnalysedDoc, analysed_docs, checked_vectors
 from service.corpus.model import FILTER_FIELDS, Filters, Hit, LegalDoc
@@ -454,16 +453,13 @@ class EmbeddedIndex:
     # ----- reading -------------------------------------------------------------------------------
 
     @staticmethod
-    def _query_language(snap: _Snapshot, query: str, lang: str) -> str:
-        if lang:
-            return lang
+    def _languages(snap: _Snapshot) -> tuple[str, ...]:
         manifest = snap.manifest
-        languages = tuple(manifest.get("languages") or ()) or (manifest.get("language") or "en",)
-        return detect_language(query, candidates=languages, default=languages[0])
+        return tuple(manifest.get("languages") or ()) or (manifest.get("language") or "en",)
 
     def bm25(self, query: str, *, k: int, filters: Filters | None = None, lang: str = "") -> list[Hit]:
         snap = self.snapshot()
-        weights = analyzer_for(self._query_language(snap, query, lang)).query_weights(query)
+        weights = bm25_query_weights(query, self._languages(snap), lang)
         return snap.collapse(self._bm25(snap, weights, k * snap.max_versions, filters), k, "bm25")
 
     def bm25_terms(self, weights: dict[str, float], *, k: int, filters: Filters | None = None) -> list[Hit]:

@@ -44,7 +44,7 @@ from typing import Protocol
 
 import numpy as np
 
-from service.analysis.chain import SYNONYM_WEIGHT, analyzer_for
+from service.analysis.chain import analyzer_for
 
 QUESTION_CHARS = 400
 """Longest question proper: trailing sentences are added while they fit (the last one always)."""
@@ -57,6 +57,10 @@ MAX_TERMS = 200
 """BM25 terms kept from the whole input (the question's terms come on top)."""
 QUESTION_WEIGHT = 1.0
 """Weight with which the question's terms are added to the whole input's weights."""
+SYNONYM_WEIGHT = 0.5
+"""Weight of a synonym expansion in a long input (times 1 + log of how often it fires). Short questions
+give theirs full weight (``service.analysis.chain.SYNONYM_WEIGHT``); that was measured on short lay
+questions only, so long inputs keep the half weight they were tuned with."""
 QUESTION_VECTOR_SHARE = 0.0
 """Share of the question's own vector in the query vector; the rest is the mean passage vector. On the
 Swiss exam questions the facts carry the embedding: the question alone found half as much (dense

@@ -74,8 +74,10 @@ class BackendConformance:
         hits = backend.bm25(name, "Mein Vermieter gibt die Kaution nicht zurück", k=5, lang="de")
         ids = [h.doc_id for h in hits]
         # Only the decisions say "Kaution" ("Mietkaution" is split into its parts); the statute says
-        # "Sicherheit" (the vocabulary gap the agents bridge).
-        assert set(ids[:2]) == {"4A_32/2018", "BGE_142_III_100"}
+        # "Sicherheit" and "Rückerstattung", which the German synonym rules add to the question at full
+        # weight (analyzers/synonyms/de.txt), so the statute is found next to the decisions.
+        assert "SR220_Art257e_de" in ids[:2]
+        assert {"4A_32/2018", "BGE_142_III_100"} <= set(ids)
         assert "SR220_Art257e_de" in [h.doc_id for h in backend.bm25(name, "Sicherheit des Mieters Sparkonto",
                                                                       k=2, lang="de")]
         assert [h.ranks["bm25"] for h in hits] == list(range(1, len(hits) + 1))

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from service.analysis.chain import analyzer_for
+from service.analysis.crosslingual import bm25_query_weights
 from service.backends import _requests as req
 from service.backends._requests import CorpusKind
 from service.backends.base import ChunkWriter, IndexReport, IndexStats
@@ -311,8 +311,9 @@ class EngineBackend:
         fm = info.field_map
         if not fm.bm25_tokens:
             return req.match_body(query, k=k, filters=filters, fields=fm) if query.strip() else None
-        # the same weighted terms as the embedded engine: token counts plus half-weight synonym expansions
-        weights = analyzer_for(self.catalog.query_language(name, query, lang)).query_weights(query)
+        # the same weighted terms as the embedded engine: token counts plus synonym expansions (or glossary
+        # translations of a question in a language the index lacks)
+        weights = bm25_query_weights(query, self.catalog.query_languages(name), lang)
         if not any(w > 0 for w in weights.values()):
             return None
         return req.bm25_body(weights, k=k, filters=filters, fields=fm)

@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from service.analysis.language import detect_language
 from service.backends import _requests as req
 from service.backends.engine.client import EngineClient
 from service.backends.fieldmap import FieldMap
@@ -168,14 +167,11 @@ class IndexCatalog:
             self._languages[name] = (now, found)
         return found
 
-    def query_language(self, name: str, query: str, lang: str = "") -> str:
-        """The analysis language of a query: the given one, else detected among the index's languages."""
-        if lang:
-            return lang
+    def query_languages(self, name: str) -> tuple[str, ...]:
+        """The languages a query's terms may be analysed in: the index's (sorted), else its declared one."""
         info = self.info(name)
         default = (info.meta or {}).get("language") or info.field_map.language or "en"
-        languages = self.languages(name) or (default,)
-        return detect_language(query, candidates=languages, default=languages[0])
+        return tuple(self.languages(name) or (default,))
 
 
 def _property(mapping: Mapping[str, Any], path: str) -> Mapping[str, Any]:

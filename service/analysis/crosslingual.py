@@ -1,0 +1,84 @@
+"""BM25 terms of a question, also when it is in a language the index does not hold.
+
+An index of Swiss statutes holds German, French and Italian; an English question shares almost no
+words with it, so BM25 (which only matches words) finds nothing and leaves hybrid search to the
+embedder alone. Where a bilingual legal glossary exists (``analyzers/glossary/<from>-<to>.txt``,
+Solr synonym format: English words on the left, the words the statutes of the other language use on
+the right), the question's words are translated through it: each glossary entry that the question
+contains adds its target-language terms, analysed with the target language's chain, weighted by the
+number of words of the entry (a specific phrase such as "share of the inheritance" outweighs "share"),
+and the target language's own synonym rules then apply to them. The question's own words stay, at
+:data:`UNTRANSLATED_WEIGHT` (names, numbers and shared words such as "police" still match).
+
+Questions in a language the index holds are analysed as before (:meth:`Analyzer.query_weights`).
+
+Example::
+
+    bm25_query_weights("My landlord keeps my deposit", ("de", "fr", "it"))
+    # {'vermiet': 1.0, 'sich': 1.0, 'mietzinsdepot': 1.0, ..., 'landlord': 0.5, 'deposit': 0.5}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+
+from service.analysis.chain import SYNONYM_WEIGHT, analyzer_for, analyzers_dir
+from service.analysis.language import detect_language
+from service.analysis.synonyms import SynonymRules
+
+UNTRANSLATED_WEIGHT = 0.5
+"""The weight of a question's own words when they are translated for the index (their translations weigh 1)."""
+
+
+@cache
+def glossary(source: str, target: str) -> SynonymRules | None:
+    """The ``source``-to-``target`` legal glossary (``analyzers/glossary/<source>-<target>.txt``), or ``None``."""
+    path = analyzers_dir() / "glossary" / f"{source}-{target}.txt"
+    if not path.is_file():
+        return None
+    return SynonymRules.load(path, analyzer_for(source).tokens, analyzer_for(target).tokens)
+
+
+def forget_glossaries() -> None:
+    """Read the glossary files again on next use (after they changed)."""
+    glossary.cache_clear()
+
+
+def bm25_query_weights(query: str, languages: Sequence[str], lang: str = "") -> dict[str, float]:
+    """The weighted BM25 terms of ``query`` for an index holding ``languages`` (first = its main one).
+
+    ``lang`` is the question's language when the caller knows it ('' = detect). A question in one of
+    ``languages`` is analysed in it; one in another language is translated through a glossary into the
+    first of ``languages`` that has one; without a glossary it is analysed as the index language it
+    resembles most, as before.
+    """
+    languages = tuple(languages) or ("en",)
+    asked = lang or detect_language(query)
+    if asked not in languages:
+        for target in languages:
+            rules = glossary(asked, target)
+            if rules is not None and rules.rules:
+                return translated_weights(query, asked, target, rules)
+    chain = lang or detect_language(query, candidates=languages, default=languages[0])
+    return analyzer_for(chain).query_weights(query)
+
+
+def translated_weights(query: str, source: str, target: str, rules: SynonymRules) -> dict[str, float]:
+    """``query`` (in ``source``) as weighted ``target`` terms: each glossary translation weighs the number of
+    words of the longest entry that gives it (once, however many entries do), the target's synonym
+    expansions of them :data:`SYNONYM_WEIGHT`, and the question's own words :data:`UNTRANSLATED_WEIGHT`."""
+    tokens = analyzer_for(source).tokens(query)
+    translated: dict[str, float] = {}
+    for trigger, targets in rules.matches(tokens):
+        for tok in targets:
+            translated[tok] = max(translated.get(tok, 0.0), float(len(trigger)))
+    weights: dict[str, float] = {}
+    for tok in tokens:
+        weights[tok] = weights.get(tok, 0.0) + UNTRANSLATED_WEIGHT
+    for tok, weight in translated.items():
+        weights[tok] = weights.get(tok, 0.0) + weight
+    target_terms = list(translated)
+    for tok, count in analyzer_for(target).synonyms.expand(target_terms).items():
+        weights[tok] = weights.get(tok, 0.0) + SYNONYM_WEIGHT * count
+    return weights

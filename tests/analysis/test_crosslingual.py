@@ -1,0 +1,67 @@
+"""BM25 terms of questions in a language the index does not hold (bilingual glossaries)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from service.analysis import crosslingual
+from service.analysis.chain import SYNONYM_WEIGHT, analyzer_for, analyzers_dir
+from service.analysis.crosslingual import UNTRANSLATED_WEIGHT, bm25_query_weights, translated_weights
+from service.analysis.synonyms import SynonymRules
+
+pytestmark = pytest.mark.unit
+
+SWISS = ("de", "fr", "it")
+
+
+def _glossary(*lines: str) -> SynonymRules:
+    return SynonymRules.parse(lines, analyzer_for("en").tokens, analyzer_for("de").tokens)
+
+
+def test_glossary_targets_are_analysed_in_the_target_language() -> None:
+    rules = _glossary("landlord => Vermieter", "security deposit => Mietzinsdepot")
+    assert rules.expand(analyzer_for("en").tokens("my landlord keeps the security deposit")) == {
+        "vermiet": 1, "mietzinsdepot": 1, "mietzin": 1, "depot": 1}
+
+
+def test_a_question_in_a_language_of_the_index_is_analysed_as_before() -> None:
+    question = "Mein Vermieter gibt mir die Kaution nicht zurück"
+    assert bm25_query_weights(question, SWISS) == analyzer_for("de").query_weights(question)
+    assert bm25_query_weights(question, SWISS, "de") == analyzer_for("de").query_weights(question)
+    english = "My landlord does not return my deposit"
+    assert bm25_query_weights(english, ("en",)) == analyzer_for("en").query_weights(english)
+
+
+def test_an_english_question_is_translated_for_a_swiss_index() -> None:
+    weights = bm25_query_weights("My landlord does not give back the deposit after I moved out.", SWISS)
+    assert weights["vermiet"] == 1.0                  # landlord => Vermieter
+    assert weights["sich"] == 1.0                     # deposit => Sicherheit
+    assert weights["landlord"] == UNTRANSLATED_WEIGHT  # the question's own words stay
+    # a given language that the index lacks is translated too
+    assert bm25_query_weights("my landlord", SWISS, "en")["vermiet"] == 1.0
+
+
+def test_longer_glossary_phrases_weigh_more_and_target_synonyms_apply() -> None:
+    rules = _glossary("share => Teil", "share of the inheritance => Pflichtteil", "deposit => Kaution")
+    weights = translated_weights("a share of the inheritance and a deposit", "en", "de", rules)
+    assert weights["pflichtteil"] == 2.0              # a two-word trigger
+    assert weights["teil"] == 2.0                     # the longest rule that gives a term decides
+    assert weights["kaution"] == 1.0
+    assert weights["mietzinsdepot"] == SYNONYM_WEIGHT  # German synonym rule of the translation
+
+
+def test_without_a_glossary_the_question_is_analysed_as_the_closest_index_language(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for item in analyzers_dir().iterdir():
+        if item.suffix == ".json" or item.name == "de-compound-words.txt":
+            (tmp_path / item.name).write_bytes(item.read_bytes())
+    monkeypatch.setenv("LEXSEARCH_ANALYZERS_DIR", str(tmp_path))
+    crosslingual.forget_glossaries()
+    try:
+        question = "My landlord does not return the deposit"
+        assert bm25_query_weights(question, SWISS) == analyzer_for("de").query_weights(question)
+    finally:
+        monkeypatch.undo()
+        crosslingual.forget_glossaries()
