@@ -296,6 +296,9 @@ class EmbeddedIndex:
         snap = self._snap
         if snap is not None and snap.mtime == mtime:
             return snap
+        # Checked before taking the lock: a write of this process holds it until it publishes.
+        if snap is not None and self._being_written():
+            return snap
         with self._lock:
             snap = self._snap
             if snap is None or snap.mtime != self.manifest_path.stat().st_mtime:
