@@ -17,7 +17,9 @@ from __future__ import annotations
 import threading
 
 from service.agents.base import Planner, Rewriter, TrainedParts
+from service.agents.issues import OfflineIssueRewriter
 from service.agents.planner import LlmPlanner, OfflinePlanner
+from service.agents.rewriters.decompose import LlmDecomposeRewriter
 from service.llm.client import LlmClient
 from service.plugins import REWRITERS
 
@@ -49,6 +51,21 @@ class AgentFactory:
         rewriter: Rewriter = plugin.load().from_models(models)
         if self.llm is not None:
             rewriter = plugin.load_llm()(self.llm, rewriter)
+        with self._lock:
+            self._rewriters[key] = rewriter
+        return rewriter
+
+    def issues(self, models: TrainedParts | None) -> Rewriter:
+        """The issue segmenter for ``models``: the LLM's decomposition when configured (falling back to
+        the offline segmentation), else the offline segmentation (:mod:`service.agents.issues`)."""
+        key = ("issues", id(models))
+        with self._lock:
+            cached = self._rewriters.get(key)
+        if cached is not None:
+            return cached
+        rewriter: Rewriter = OfflineIssueRewriter.from_models(models)
+        if self.llm is not None:
+            rewriter = LlmDecomposeRewriter(self.llm, rewriter)
         with self._lock:
             self._rewriters[key] = rewriter
         return rewriter
