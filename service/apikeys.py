@@ -178,31 +178,39 @@ class ApiKeyStore:
 
     def authenticate(self, presented: str) -> ApiKey | None:
         """The live key matching ``presented``, or ``None`` (unknown, malformed, wrong secret, revoked)."""
-        parts = presented.split("_", 2)
-        if len(parts) != 3 or parts[0] != KEY_PREFIX or not _KEY_ID.match(parts[1]):
+        key_id = key_id_of(presented)
+        if key_id is None:
             return None
         with store_errors("the key store"):
-            raw = self.client.hgetall(self._key(parts[1]))
+            raw = self.client.hgetall(self._key(key_id))
         if not raw or not hmac.compare_digest(raw.get("digest", ""), digest(presented)):
             return None
-        record = _record(parts[1], raw)
+        record = _record(key_id, raw)
         return None if record.revoked_at is not None else record
 
     def authenticate_and_count(self, presented: str) -> tuple[ApiKey, RateDecision] | None:
         """:meth:`authenticate` and one request counted against the key's rate limit (the
         :class:`~service.ratelimit.RateLimiter` name ``key:<id>``), in one Redis round trip;
         ``None`` (and nothing counted) for an unknown, malformed, wrong or revoked key."""
-        parts = presented.split("_", 2)
-        if len(parts) != 3 or parts[0] != KEY_PREFIX or not _KEY_ID.match(parts[1]):
+        key_id = key_id_of(presented)
+        if key_id is None:
             return None
         with store_errors("the key store"):
-            result = self._authenticate_and_count(keys=[self._key(parts[1]), f"{RATE_PREFIX}{rate_name(parts[1])}"],
+            result = self._authenticate_and_count(keys=[self._key(key_id), f"{RATE_PREFIX}{rate_name(key_id)}"],
                                                   args=[digest(presented), PERIOD_MS])
         if not result[0]:
             return None
         flat = result[1]
-        record = _record(parts[1], dict(zip(flat[::2], flat[1::2], strict=True)))
+        record = _record(key_id, dict(zip(flat[::2], flat[1::2], strict=True)))
         return record, RateDecision.from_script(result[2:], record.rate_per_min)
+
+
+def key_id_of(presented: str) -> str | None:
+    """The id part of a well-formed key string ``lsk_<id>_<secret>``, or ``None``."""
+    parts = presented.split("_", 2)
+    if len(parts) != 3 or parts[0] != KEY_PREFIX or not _KEY_ID.match(parts[1]):
+        return None
+    return parts[1]
 
 
 def rate_name(key_id: str) -> str:

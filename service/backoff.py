@@ -23,7 +23,8 @@ def backoff_s(retry: int, *, base_s: float, cap_s: float = math.inf, jitter: boo
     drawn uniformly from the upper half of the nominal wait ("equal jitter"): clients that failed
     together spread out, and the shortest wait is still known.
     """
-    nominal = min(base_s * 2 ** max(0, retry), cap_s)
+    # The exponent stops at 64 (a wait far past any cap): 2**1024 no longer fits a float.
+    nominal = min(base_s * 2.0 ** min(max(0, retry), 64), cap_s)
     if not jitter:
         return nominal
     return nominal / 2 + random.uniform(0, nominal / 2)

@@ -224,7 +224,7 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"no trained models at {path} ({MANIFEST} missing); create them with `lexsearch train`")
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: not JSON, or not UTF-8
         raise ConfigError(f"{manifest_path} is unreadable: {exc}") from None
     if not isinstance(manifest, dict):
         raise ConfigError(f"{manifest_path} is not a JSON object")
@@ -295,10 +295,10 @@ def read_trained_fusion(model_dir: str | Path) -> FusionWeights | None:
     """The fusion weights of a model folder from its manifest alone (the hybrid pipeline needs nothing
     else of it); ``None`` when the folder or its weights are missing."""
     try:
-        manifest = json.loads((Path(model_dir) / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        manifest = read_manifest(model_dir)
+    except ConfigError:
         return None
-    return FusionWeights.from_entry(manifest.get(FUSION_KEY), "model") if isinstance(manifest, dict) else None
+    return FusionWeights.from_entry(manifest.get(FUSION_KEY), "model")
 
 
 _CACHE: dict[tuple[str, bool], tuple[float, TrainedModels]] = {}

@@ -22,3 +22,8 @@ def test_equal_jitter_stays_in_the_upper_half_of_the_nominal_wait() -> None:
 
 def test_a_negative_retry_counts_as_the_first() -> None:
     assert backoff_s(-1, base_s=2.0, jitter=False) == 2.0
+
+
+def test_a_very_late_retry_waits_the_cap_instead_of_overflowing() -> None:
+    assert backoff_s(5000, base_s=1.0, cap_s=30.0, jitter=False) == 30.0
+    assert 15.0 <= backoff_s(5000, base_s=1.0, cap_s=30.0) <= 30.0

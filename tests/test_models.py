@@ -14,7 +14,7 @@ from service.agents.prefilter import LawClassifier
 from service.agents.rewriters.terminology import QueryAdapter, TermMapping
 from service.agents.vocabulary import Vocabulary
 from service.errors import ConfigError
-from service.models import TrainedModels, forget_recent_predictions, load_models, read_models
+from service.models import TrainedModels, forget_recent_predictions, load_models, read_models, read_trained_fusion
 from service.rerank.priors import ArticlePrior, QuestionMemory
 
 pytestmark = pytest.mark.unit
@@ -92,3 +92,12 @@ def test_clear_errors_for_missing_or_broken_folders(tmp_path: Path) -> None:
     (folder / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(ConfigError, match="format"):
         read_models(folder)
+
+
+def test_a_manifest_that_is_not_utf8_is_a_clear_error(tmp_path: Path) -> None:
+    folder = tmp_path / "latin1"
+    _models().save(folder)
+    (folder / "manifest.json").write_bytes('{"label": "Gerichtsstand für Klagen"}'.encode("latin-1"))
+    with pytest.raises(ConfigError, match="unreadable"):
+        read_models(folder)
+    assert read_trained_fusion(folder) is None

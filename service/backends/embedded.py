@@ -296,6 +296,9 @@ class EmbeddedIndex:
         snap = self._snap
         if snap is not None and snap.mtime == mtime:
             return snap
+        # Checked before taking the lock: a write of this process holds it until it publishes.
+        if snap is not None and self._being_written():
+            return snap
         with self._lock:
             snap = self._snap
             if snap is None or snap.mtime != self.manifest_path.stat().st_mtime:
@@ -386,7 +389,11 @@ class EmbeddedIndex:
         manifest = dict(snap.manifest)
         manifest["state"] = "writing"
         self._save_manifest(manifest)
-        batch = _WriteBatch(self.path, snap, manifest, heap_size=heap_size)
+        try:
+            batch = _WriteBatch(self.path, snap, manifest, heap_size=heap_size)
+        except BaseException:  # the stores could not be opened: nothing was written
+            self._save_manifest(dict(snap.manifest))
+            raise
         try:
             yield batch
             batch.commit()
@@ -627,10 +634,14 @@ class _WriteBatch:
     def __init__(self, path: Path, snap: _Snapshot, manifest: dict[str, Any], *, heap_size: int) -> None:
         self.manifest = manifest
         self.vectors = faiss.clone_index(snap.vectors)
-        self.writer = snap.tantivy.writer(heap_size=heap_size, num_threads=1)
         self.db = sqlite3.connect(path / "docs.sqlite", timeout=30)
-        if not _has_work_column(self.db):  # an index written before works existed
-            self.db.execute(f"ALTER TABLE docs ADD COLUMN {WORK_COLUMN} TEXT NOT NULL DEFAULT ''")
+        try:
+            if not _has_work_column(self.db):  # an index written before works existed
+                self.db.execute(f"ALTER TABLE docs ADD COLUMN {WORK_COLUMN} TEXT NOT NULL DEFAULT ''")
+            self.writer = snap.tantivy.writer(heap_size=heap_size, num_threads=1)
+        except BaseException:
+            self.db.close()
+            raise
         self.is_flat = manifest["vector_index"] == "flat"
         self.next_iid = int(manifest["next_iid"])
         self.dead = int(manifest["dead_vectors"])

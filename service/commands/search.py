@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from typing import Any
 
 from service.commands.common import add_common_options, settings_from_args
 from service.corpus.model import Filters
@@ -69,12 +70,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _hit_lines(hit: dict, *, cut: bool, mark: tuple[str, str]) -> str:
-    """One hit as text: the citation (pinpointed to its best paragraphs), title and score; the other
-    language versions; the snippet with the matched words marked. Hits past the score cliff start with '-'."""
+def _hit_lines(hit: dict[str, Any], *, cut: bool, mark: tuple[str, str]) -> str:
+    """One hit as text: the citation (pinpointed to its best paragraphs), title and score (``n/a`` for a
+    score that is not a finite number, ``null`` in JSON); the other language versions; the snippet with
+    the matched words marked. Hits past the score cliff start with '-'."""
     cited = " · ".join(p["citation"] for p in hit["pinpoint"]) or hit["citation"]
     title = f" — {hit['title']}" if hit["title"] else ""
-    lines = [f"{'-' if cut else ' '}{hit['rank']:>3}. {cited}{title}  [{hit['score']:.4f}]"]
+    score = "n/a" if hit["score"] is None else f"{hit['score']:.4f}"
+    lines = [f"{'-' if cut else ' '}{hit['rank']:>3}. {cited}{title}  [{score}]"]
     others = [f"{v['lang']}: {v['citation']}" for v in hit.get("versions", []) if v["doc_id"] != hit.get("version")]
     if others:
         lines.append("       " + " · ".join(others))

@@ -183,6 +183,8 @@ class OnnxEmbedder:
         self._dim: int | None = None
         self._session: Any = None
         self._tokenizer: Any = None
+        self._inputs: set[str] = set()
+        """The model's input names (known once it is loaded)."""
         self._executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 

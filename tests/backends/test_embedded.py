@@ -249,6 +249,47 @@ def test_a_bulk_load_publishes_its_chunks_together_and_nothing_when_it_fails(tmp
     assert EmbeddedBackend(tmp_path).count("mini") == len(mini_docs)
 
 
+def test_a_write_whose_stores_cannot_be_opened_leaves_the_index_ready(tmp_path, mini_docs, use_embedder) -> None:
+    backend = _build(tmp_path, mini_docs[:3], use_embedder)
+    vectors = use_embedder.embed_documents([d.text for d in mini_docs[3:5]])
+    held = backend.index("mini").snapshot().tantivy.writer(heap_size=15_000_000, num_threads=1)
+    try:
+        with pytest.raises(ValueError):  # tantivy: another writer holds the index lock
+            backend.write("mini", mini_docs[3:5], vectors)
+    finally:
+        del held
+    assert json.loads((tmp_path / "mini" / "manifest.json").read_text())["state"] == "ready"
+    assert EmbeddedBackend(tmp_path).count("mini") == 3
+    assert backend.write("mini", mini_docs[3:5], vectors).indexed == 2
+
+
+def test_searches_of_the_same_process_do_not_wait_for_a_bulk_load(tmp_path, mini_docs, use_embedder) -> None:
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    backend = _build(tmp_path, mini_docs[:3], use_embedder)
+    vectors = use_embedder.embed_documents([d.text for d in mini_docs[3:6]])
+    inside, release = threading.Event(), threading.Event()
+
+    def load() -> None:
+        with backend.bulk("mini") as write:
+            write(mini_docs[3:6], vectors)
+            inside.set()
+            release.wait(60)
+
+    loader = threading.Thread(target=load)
+    loader.start()
+    pool = ThreadPoolExecutor(1)
+    try:
+        assert inside.wait(60)
+        assert pool.submit(backend.count, "mini").result(timeout=10) == 3  # the published state, at once
+    finally:
+        release.set()
+        loader.join()
+        pool.shutdown()
+    assert backend.count("mini") == 6
+
+
 def test_a_bulk_load_saves_the_vector_index_once(tmp_path, mini_docs, use_embedder, monkeypatch) -> None:
     import service.backends.embedded as embedded
     import service.indexing as indexing

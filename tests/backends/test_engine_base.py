@@ -80,6 +80,15 @@ def test_prefetched_stops_the_producer_when_the_consumer_stops() -> None:
     assert not [t for t in threading.enumerate() if t.name == "lexsearch-bulk-prepare" and t.is_alive()]
 
 
+def test_prefetched_producer_that_finished_ahead_does_not_outlive_a_consumer_that_stops() -> None:
+    gen = prefetched(iter(range(3)), 2)  # the producer fills the buffer, then waits to hand over its end
+    assert next(gen) == 0
+    time.sleep(0.3)
+    gen.close()
+    time.sleep(0.5)
+    assert not [t for t in threading.enumerate() if t.name == "lexsearch-bulk-prepare" and t.is_alive()]
+
+
 def test_cosine_scores_are_mapped_back() -> None:
     info = IndexInfo(field_map=FieldMap.lexsearch(), meta={}, dim=2, similarity="cosinesimil", indices=("x",))
     assert info.score_to_similarity(1.0) == 1.0 and info.score_to_similarity(0.5) == 0.0

@@ -279,3 +279,10 @@ def test_a_chinese_corpus_gets_its_embedder_and_weights(cli, env, tmp_path, mini
     assert "was built with embedder onnx:bge-small-zh-v15-q@512, but the settings configure use-m3" in err
     code, _, err = cli("search", "辞退", "--index", index, "--embedder", "onnx")
     assert code == 2 and "--embedder: embedder onnx needs a model" in err
+
+
+def test_a_hit_without_a_finite_score_prints_as_n_a() -> None:
+    from service.commands.search import _hit_lines
+
+    hit = {"rank": 1, "citation": "Art. 1 ZGB", "title": "", "pinpoint": [], "score": None, "snippet": None}
+    assert _hit_lines(hit, cut=False, mark=("«", "»")) == "   1. Art. 1 ZGB  [n/a]"

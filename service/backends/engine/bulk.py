@@ -162,20 +162,26 @@ def prefetched(items: Iterable[T], size: int) -> Iterator[T]:
     stop = threading.Event()
     done = object()
 
+    def offer(item: Any) -> bool:
+        """Put ``item`` into the buffer unless the consumer has stopped (then ``False``)."""
+        while not stop.is_set():
+            try:
+                buffer.put(item, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     def produce() -> None:
+        # Every put gives up once the consumer stops, so a consumer that leaves early (a failed
+        # bulk request) never leaves this thread blocked on a full buffer.
         try:
             for item in items:
-                while not stop.is_set():
-                    try:
-                        buffer.put(item, timeout=0.2)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not offer(item):
                     return
-            buffer.put(done)
+            offer(done)
         except BaseException as exc:  # handed to the consumer
-            buffer.put(_Raised(exc))
+            offer(_Raised(exc))
 
     thread = threading.Thread(target=produce, name="lexsearch-bulk-prepare", daemon=True)
     thread.start()

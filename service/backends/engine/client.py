@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Protocol
 
 from service.backends._requests import Engine
 from service.backends.engine.errors import ErrorTranslator, Failure, FailureKind
+from service.backoff import backoff_s
 from service.config import BackendSettings, EngineSettings
 from service.errors import EngineUnavailable, LexsearchError
 
@@ -177,7 +178,7 @@ class EngineClient:
             if not problem:
                 return response
             if attempt < INCOMPLETE_RETRIES:
-                time.sleep(INCOMPLETE_BACKOFF_S * 2**attempt)
+                time.sleep(backoff_s(attempt, base_s=INCOMPLETE_BACKOFF_S, jitter=False))
         on = f" on {index!r}" if index else ""
         raise EngineUnavailable(f"{self.api.product} at {self.url} answered {what}{on} incompletely: {problem}")
 
