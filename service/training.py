@@ -288,7 +288,7 @@ class RerankerCV:
     """By fold, the model fitted without it (``max(ROUND_GRID)`` rounds)."""
 
 
-def _cv_recall(groups: list[tuple[np.ndarray, np.ndarray, int]], folds: list[list[int]], gold_counts: list[int],
+def _cv_recall(groups: list[Group], folds: list[list[int]], gold_counts: list[int],
                bar: tqdm | None = None) -> RerankerCV:
     """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`,
     each question's out-of-fold ranking, and the model fitted without each fold.
@@ -548,7 +548,8 @@ def step_pools(run: TrainingRun) -> None:
 
 
 def step_rerankers(run: TrainingRun) -> None:
-    """Cross-validate the boosting rounds, then fit both rerankers on every pool."""
+    """Cross-validate the boosting rounds of the agentic reranker (the rerankers themselves are fitted
+    by the ``final`` step), and fit the citation counter on the out-of-fold rankings."""
     data = run.prepared()
     gold_counts = [len(g) for g in data.golds]
     run.say("cross-validating the rerankers")
