@@ -5,7 +5,8 @@ Usage::
 
     python scripts/make_swiss_cv.py SWISS_DIR /work/data/swiss-cv          # once: the fold folders
     python scripts/bench_swiss.py /work/data/swiss-cv --models models/swiss-cv --out runs/swiss \\
-        [--pipelines bm25,dense,hybrid,agentic,routed] [--folds 1,2,3,4,5] [--variants processed,truncated,whole]
+        [--pipelines bm25,dense,hybrid,agentic,routed] [--folds 1,2,3,4,5] [--variants processed,truncated,whole] \\
+        [--reuse]
 
 The dev split has 126 questions, too few to set some aside for training, so every learned part is
 cross-validated: for each fold ``f`` the models are trained on ``cv<f>-train`` (four fifths, with
@@ -21,8 +22,11 @@ Variants of the question processing (first-stage pipelines only; trained pipelin
 ``truncated`` (the question cut to its first 8,000 characters, the old limit, and searched as one
 text) and ``whole`` (the whole question as one text).
 
-Writes ``OUT/results.json`` (every figure) and ``OUT/runs/cv<f>.<variant>.<pipeline>.run`` (TREC run
-files), and prints the tables of docs/BENCHMARKS.md.
+Writes ``OUT/results.json`` (every figure), ``OUT/runs/cv<f>.<variant>.<pipeline>.run`` (TREC run
+files) and ``OUT/folds/cv<f>.json`` (each fold's per-question scores), and prints the tables of
+docs/BENCHMARKS.md. With ``--reuse``, a fold whose scores are in ``OUT/folds`` (for every requested
+variant and pipeline) is not searched again, so folds can be scored as their models become ready and
+pooled at the end.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ import os
 import sys
 import time
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +98,33 @@ class LawScorer:
                 "top3": round(metrics.mean(b for _, b in self.rows), 4)}
 
 
+def save_fold(path: Path, rows: dict[str, list[QueryScore]], law: LawScorer | None, training: dict[str, Any]
+              ) -> dict[str, Any]:
+    """Keep one fold's per-question scores, so that ``--reuse`` can pool them with later folds; returns
+    when it was scored and the load average then."""
+    when = {"scored": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "load_average": [round(x, 2) for x in os.getloadavg()]}
+    data = {"rows": {key: [asdict(r) for r in values] for key, values in rows.items()},
+            "law": law.rows if law is not None else [], "training": training, **when}
+    path.write_text(json.dumps(data) + "\n", encoding="utf-8")
+    return when
+
+
+def load_fold(path: Path, wanted: list[str]) -> dict[str, Any] | None:
+    """A fold's saved scores, or None when the file is missing or lacks one of the ``wanted`` runs."""
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if any(key not in data["rows"] for key in wanted):
+        return None
+    rows = {key: [QueryScore(**{**r, "set_prf": tuple(r["set_prf"]) if r["set_prf"] else None,
+                                "sets": {n: tuple(v) for n, v in r["sets"].items()}}) for r in data["rows"][key]]
+            for key in wanted}
+    law = LawScorer({})
+    law.rows = [(bool(a), bool(b)) for a, b in data["law"]]
+    return {**data, "rows": rows, "law": law}
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data")
@@ -103,6 +134,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--folds", default="1,2,3,4,5")
     parser.add_argument("--variants", default="processed,truncated,whole")
     parser.add_argument("--sets", default=DEFAULT_SET_CHOICES)
+    parser.add_argument("--reuse", action="store_true", help="pool the saved scores of folds scored before")
     args = parser.parse_args(argv)
     dataset = Dataset(args.data)
     folds = [int(f) for f in args.folds.split(",")]
@@ -118,6 +150,7 @@ def main(argv: list[str]) -> int:
         return 2
     out = Path(args.out)
     (out / "runs").mkdir(parents=True, exist_ok=True)
+    (out / "folds").mkdir(exist_ok=True)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     base = runtime_for("processed")
     index = ensure_dataset_index(base, dataset)
@@ -125,9 +158,23 @@ def main(argv: list[str]) -> int:
     rows: dict[str, list[QueryScore]] = defaultdict(list)
     law_scorers: list[LawScorer] = []
     training: dict[str, Any] = {}
+    scored: dict[str, Any] = {}
     for f in folds:
         model_dir = Path(args.models) / f"cv{f}"
         trained = [p for p in pipelines if p not in FIRST_STAGE]
+        wanted = [f"{v}/{p}" for v in variants for p in pipelines if v == "processed" or p in FIRST_STAGE]
+        saved = load_fold(out / "folds" / f"cv{f}.json", wanted) if args.reuse else None
+        if saved is not None:
+            print(f"fold {f}: reusing its saved scores", flush=True)
+            for key in wanted:
+                rows[key].extend(saved["rows"][key])
+            law_scorers.append(saved["law"])
+            if saved["training"]:
+                training[f"cv{f}"] = saved["training"]
+            scored[f"cv{f}"] = {k: saved[k] for k in ("scored", "load_average")}
+            continue
+        fold_rows: dict[str, list[QueryScore]] = defaultdict(list)
+        fold_law: LawScorer | None = None
         if trained and not (model_dir / "manifest.json").is_file():
             print(f"fold {f}: training on cv{f}-train", flush=True)
             report = train_models(base, dataset, f"cv{f}-train", model_dir, progress=lambda m: print("  " + m,
@@ -156,16 +203,19 @@ def main(argv: list[str]) -> int:
                 if name == "agentic":
                     scorer = LawScorer({qid: {docs_law[d] for d in ids if d in docs_law} for qid, ids in qrels.items()})
                     law_scorers.append(scorer)
+                    fold_law = scorer
                 print(f"fold {f}: {variant} {name} on {len(queries)} questions", flush=True)
                 result, run = evaluate(runtime.pipeline(name), questions_for(variant, queries), qrels, index=index,
                                        k=100, label=name, set_choices=choices, on_response=scorer)
                 write_run(out / "runs" / f"cv{f}.{variant}.{name}.run", run, tag=f"{variant}-{name}")
                 rows[f"{variant}/{name}"].extend(result.rows)
+                fold_rows[f"{variant}/{name}"].extend(result.rows)
+        scored[f"cv{f}"] = save_fold(out / "folds" / f"cv{f}.json", fold_rows, fold_law, training.get(f"cv{f}", {}))
     load = os.getloadavg()
     results: dict[str, Any] = {
         "started": started, "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "load_average": [round(x, 2) for x in load], "data": str(dataset.path), "index": index, "folds": folds,
-        "training": training, "runs": {}, "law_prediction": {},
+        "training": training, "scored": scored, "runs": {}, "law_prediction": {},
     }
     for key, values in rows.items():
         entry = {"all": summarise(values)}
@@ -185,6 +235,8 @@ def main(argv: list[str]) -> int:
 
 def print_tables(results: dict[str, Any]) -> None:
     print(f"\nload average {results['load_average']}; {results['started']} - {results['finished']}")
+    for fold, when in results.get("scored", {}).items():
+        print(f"{fold} scored {when['scored']}, load average {when['load_average']}")
     print("\n| variant / pipeline | questions | R@10 | R@100 | MRR@10 | p50 ms | p95 ms | CPU p50 ms | CPU p95 ms |")
     print("|---|---|---|---|---|---|---|---|---|")
     for key, entry in results["runs"].items():
