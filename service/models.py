@@ -11,6 +11,7 @@ A model folder holds::
     adapter.npy            query-embedding adapter (terminology agent)
     vocabulary.json.gz     document frequencies of the corpus terms (repair agent, PRF idf, LLM guard)
     planner.json           the planner policy
+    cocitation.json        articles the training answers cite together (service.rerank.cocitation.CoCitation)
     citation_counter.json  expected number of cited articles per question (service.rerank.citation_count)
     reranker_agentic.txt   LightGBM model over agentic pools
     reranker_hybrid.txt    LightGBM model over hybrid pools (the ``hybrid+rerank`` pipeline)
@@ -48,6 +49,7 @@ from service.analysis.chain import analyzer_for
 from service.analysis.language import detect_language
 from service.errors import ConfigError
 from service.rerank.citation_count import CitationCounter
+from service.rerank.cocitation import CoCitation
 from service.rerank.features import FEATURE_NAMES
 from service.rerank.learned import LearnedReranker
 from service.rerank.priors import ArticlePrior, QuestionMemory
@@ -57,6 +59,7 @@ log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
+RESERVE_KEY = "issue_reserve"
 ROUTING_ENTRY = "routing"
 """Manifest entry with the routing calibration (thresholds, gamma, cut; see docs/ROUTING.md)."""
 _FILES = {
@@ -68,6 +71,7 @@ _FILES = {
     "adapter": "adapter.npy",
     "vocabulary": "vocabulary.json.gz",
     "planner": "planner.json",
+    "cocitation": "cocitation.json",
     "citation_counter": "citation_counter.json",
     "reranker_agentic": "reranker_agentic.txt",
     "reranker_hybrid": "reranker_hybrid.txt",
@@ -82,6 +86,8 @@ class TrainedModels:
         language: the training questions' language ('' = mixed; detect per question).
         embedder: name of the embedder the vector-based parts were trained with.
         fusion: the hybrid fusion weights fitted on the training questions (manifest entry ``fusion``).
+        issue_reserve: places in the first ten each issue's best candidates are sure of, chosen by the
+            cross-validation (manifest entry ``issue_reserve``; ``None``: the default).
         info: the rest of the manifest (dataset, split, sizes, cross-validation scores).
     """
 
@@ -95,10 +101,12 @@ class TrainedModels:
     adapter: QueryAdapter | None = None
     vocabulary: Vocabulary | None = None
     planner: PlannerPolicy | None = None
+    cocitation: CoCitation | None = None
     citation_counter: CitationCounter | None = None
     reranker_agentic: LearnedReranker | None = None
     reranker_hybrid: LearnedReranker | None = None
     fusion: FusionWeights | None = None
+    issue_reserve: int | None = None
     info: dict[str, Any] = field(default_factory=dict)
     path: str = ""
 
@@ -153,6 +161,7 @@ class TrainedModels:
             "feature_names": list(FEATURE_NAMES),
             "components": written,
             **({FUSION_KEY: self.fusion.to_dict()} if self.fusion is not None else {}),
+            **({RESERVE_KEY: self.issue_reserve} if self.issue_reserve is not None else {}),
             **(info if info is not None else self.info),
         }
         (folder / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
@@ -170,7 +179,7 @@ def _write_component(name: str, component: Any, target: Path) -> None:
     elif name == "term_mapping":
         with gzip.open(target, "wt", encoding="utf-8") as fh:
             json.dump(component.to_json(), fh, ensure_ascii=False, separators=(",", ":"))
-    elif name in ("prior", "planner", "law_mixer", "citation_counter"):
+    elif name in ("prior", "planner", "law_mixer", "cocitation", "citation_counter"):
         target.write_text(json.dumps(component.to_json(), ensure_ascii=False), encoding="utf-8")
     else:
         component.save(target)
@@ -196,6 +205,8 @@ def _read_component(name: str, path: Path, feature_names: Sequence[str], compile
         return PlannerPolicy.from_json(json.loads(path.read_text(encoding="utf-8")))
     if name == "law_mixer":
         return LawMixer.from_json(json.loads(path.read_text(encoding="utf-8")))
+    if name == "cocitation":
+        return CoCitation.from_json(json.loads(path.read_text(encoding="utf-8")))
     if name == "citation_counter":
         return CitationCounter.from_json(json.loads(path.read_text(encoding="utf-8")))
     label = "learned" if name == "reranker_agentic" else "learned_hybrid"
@@ -272,8 +283,11 @@ def read_models(path: str | Path, *, compile_trees: bool = True) -> TrainedModel
         except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
             raise ConfigError(f"{folder}: cannot read {filename} ({type(exc).__name__}: {exc}); retrain") from None
     models.fusion = FusionWeights.from_entry(manifest.get(FUSION_KEY), "model")
+    reserve = manifest.get(RESERVE_KEY)
+    models.issue_reserve = int(reserve) if isinstance(reserve, int) and reserve >= 0 else None
     models.info = {k: v for k, v in manifest.items()
-                   if k not in ("components", "feature_names", "format_version", "language", "embedder", FUSION_KEY)}
+                   if k not in ("components", "feature_names", "format_version", "language", "embedder", FUSION_KEY,
+                                RESERVE_KEY)}
     return models
 
 

@@ -57,6 +57,7 @@ from service.analysis.language import detect_language
 from service.config import Settings
 from service.corpus.datasets import Dataset
 from service.corpus.graph import CorpusGraph
+from service.corpus.joined import joined_for_training
 from service.corpus.model import Query
 from service.corpus.views import bm25_text, embedding_text
 from service.errors import DataError, InvalidInput
@@ -66,8 +67,10 @@ from service.pipelines.agentic import AgenticPipeline, AgenticState
 from service.pipelines.base import Probe, SearchRequest, check_query_lengths
 from service.pipelines.build import Runtime
 from service.pipelines.hybrid import HybridPipeline
+from service.pipelines.issue_pool import RESERVES, balanced_order, issue_of
 from service.pipelines.resources import IndexResources
 from service.rerank.citation_count import CitationCounter
+from service.rerank.cocitation import CoCitation
 from service.rerank.features import FEATURE_NAMES
 from service.rerank.learned import LearnedReranker
 from service.retrieval.weights import FusionFit, fit_weights, with_trained
@@ -89,10 +92,6 @@ CALIBRATION_QUESTIONS = 300
 folds; 0 = all). Measuring was most of the training time (STARD, 1,000 questions: 3,320 of 5,570 s);
 on 300 STARD questions the 90 % bootstrap bounds lay 2 to 3 points from the fit's recall and
 latency shares (docs/BENCHMARKS.md), and the manifest keeps the bounds of every calibration."""
-
-Group = tuple[np.ndarray, np.ndarray, int]
-"""One question's reranker pool: feature rows, 0/1 labels, and the question's row in the split."""
-
 
 @dataclass
 class TrainingData:
@@ -174,6 +173,7 @@ def fit_parts(data: TrainingData, rows: Sequence[int], graph: CorpusGraph, vocab
     from service.rerank.priors import ArticlePrior, QuestionMemory
 
     memory = QuestionMemory.fit(tokens, vectors, golds)
+    cocitation = CoCitation.fit(golds)
     prior = ArticlePrior.fit(golds, graph.law_of)
     answers = [set().union(*(data.gold_terms.get(d, set()) for d in g)) for g in golds]
     mapping = TermMapping.fit(tokens, answers)
@@ -186,7 +186,8 @@ def fit_parts(data: TrainingData, rows: Sequence[int], graph: CorpusGraph, vocab
             keep.append(j)
     adapter = QueryAdapter.fit(vectors[keep], np.asarray(targets)) if keep else None
     return TrainedModels(language=data.language, embedder=embedder, law_classifier=classifier, memory=memory,
-                         prior=prior, term_mapping=mapping, adapter=adapter, vocabulary=vocabulary)
+                         prior=prior, term_mapping=mapping, adapter=adapter, vocabulary=vocabulary,
+                         cocitation=cocitation)
 
 
 def folds_of(n: int, folds: int = FOLDS, seed: int = SEED) -> list[list[int]]:
@@ -260,9 +261,20 @@ def _view(state: AgenticState, allowed: Sequence[str]) -> PlanView:
                     features=state.features)
 
 
-def pool_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k: int
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """The pool features and 0/1 labels of one question, searched as at query time (no reranking)."""
+@dataclass
+class PoolRows:
+    """One question's training pool: feature rows and 0/1 labels, the question's number, and per row
+    the issue the candidate answers (:func:`~service.pipelines.issue_pool.issue_of`) of ``issues``."""
+
+    features: np.ndarray
+    labels: np.ndarray
+    number: int
+    answers: list[int | None]
+    issues: int
+
+
+def pool_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k: int, number: int) -> PoolRows:
+    """The pool of one question, searched as at query time (no reranking), as training rows."""
     state = pipe.start(_request(query, index, k))
     while True:
         agents = pipe.plan(state)
@@ -272,54 +284,80 @@ def pool_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k
     # Every candidate, as at query time: dropping "uninteresting" ones would teach the trees that a
     # deep first-retrieval rank means "found by something else", which is often relevant.
     features = pipe.pool_features(state)
-    labels = np.asarray([1.0 if h.doc_id in gold else 0.0 for h in state.pool.values()], dtype=np.float32)
-    return features, labels
+    hits = list(state.pool.values())
+    labels = np.asarray([1.0 if h.doc_id in gold else 0.0 for h in hits], dtype=np.float32)
+    issues = len(state.issues)
+    return PoolRows(features, labels, number, [issue_of(h, issues) for h in hits], issues)
+
+
+def _fit(pools: Sequence[PoolRows], rounds: int, label: str = "learned") -> LearnedReranker:
+    return LearnedReranker.fit(np.concatenate([p.features for p in pools]), np.concatenate([p.labels for p in pools]),
+                               [len(p.labels) for p in pools], FEATURE_NAMES, rounds=rounds, label=label)
 
 
 @dataclass
 class RerankerCV:
-    """What the reranker's cross-validation found."""
+    """What the reranker's cross-validation found: out-of-fold Recall@10 by (boosting rounds, balance
+    reserve), over the split's own questions (``singles``), over the questions joined from them
+    (``joined``) and over both."""
 
-    recall: dict[int, float]
-    """Out-of-fold Recall@10 by number of boosting rounds."""
+    singles: dict[tuple[int, int], float]
+    joined: dict[tuple[int, int], float]
+    both: dict[tuple[int, int], float]
     rankings: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]]
-    """By number of rounds, each question's out-of-fold ranking: its pool's labels and scores, best first."""
+    """By number of rounds, each own question's out-of-fold ranking: its pool's labels and scores, best
+    first (unbalanced)."""
     models: dict[int, LearnedReranker]
     """By fold, the model fitted without it (``max(ROUND_GRID)`` rounds)."""
 
+    def best_rounds(self) -> int:
+        """The rounds with the best recall on the split's own questions, without balancing."""
+        return max(ROUND_GRID, key=lambda n: self.singles[(n, 0)])
 
-def _cv_recall(groups: list[Group], folds: list[list[int]], gold_counts: list[int],
+    def best_reserve(self, rounds: int) -> int:
+        """The reserve with the best recall over all questions (own and joined) at ``rounds``."""
+        return max(RESERVES, key=lambda r: (round(self.both[(rounds, r)], 6), -r))
+
+
+def _cv_recall(pools: list[PoolRows], folds: list[list[int]], gold_counts: list[int], *, singles: int,
                bar: tqdm | None = None) -> RerankerCV:
-    """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`,
-    each question's out-of-fold ranking, and the model fitted without each fold.
+    """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`
+    and each balance reserve in :data:`~service.pipelines.issue_pool.RESERVES` (numbers below
+    ``singles`` are the split's own questions, the rest joined ones), each own question's
+    out-of-fold ranking, and the model fitted without each fold.
 
     ``gold_counts`` are the full gold-set sizes, so gold articles missing from a pool count as misses.
     """
-    recalls: dict[int, list[float]] = {n: [] for n in ROUND_GRID}
+    own: dict[tuple[int, int], list[float]] = {(n, r): [] for n in ROUND_GRID for r in RESERVES}
+    joined: dict[tuple[int, int], list[float]] = {(n, r): [] for n in ROUND_GRID for r in RESERVES}
     rankings: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {n: {} for n in ROUND_GRID}
     models: dict[int, LearnedReranker] = {}
     for f, held in enumerate(folds):
         held_set = set(held)
-        train = [g for g in groups if g[2] not in held_set]
-        test = [g for g in groups if g[2] in held_set]
+        train = [p for p in pools if p.number not in held_set]
+        test = [p for p in pools if p.number in held_set]
         if not test:
             continue
-        model = models[f] = LearnedReranker.fit(np.concatenate([g[0] for g in train]),
-                                                np.concatenate([g[1] for g in train]), [len(g[1]) for g in train],
-                                                FEATURE_NAMES, rounds=max(ROUND_GRID))
-        matrix = np.concatenate([g[0] for g in test])
-        bounds = np.cumsum([0] + [len(g[1]) for g in test])
+        model = models[f] = _fit(train, max(ROUND_GRID))
+        matrix = np.concatenate([p.features for p in test])
+        bounds = np.cumsum([0] + [len(p.labels) for p in test])
         for n in ROUND_GRID:
             scores = model.booster.predict(matrix, num_iteration=n, num_threads=2)
-            for j, g in enumerate(test):
+            for j, pool in enumerate(test):
                 part = scores[bounds[j]:bounds[j + 1]]
                 order = np.argsort(-part, kind="stable")
-                ranked = g[1][order]
-                rankings[n][g[2]] = (ranked, part[order])
-                recalls[n].append(float(ranked[:10].sum()) / gold_counts[g[2]])
+                if pool.number < singles:
+                    rankings[n][pool.number] = (pool.labels[order], part[order])
+                answers = [pool.answers[i] for i in order]
+                for r in RESERVES:
+                    top = order[balanced_order(answers, pool.issues, reserve=r)[:10]]
+                    recall = float(pool.labels[top].sum()) / gold_counts[pool.number]
+                    (own if pool.number < singles else joined)[(n, r)].append(recall)
         if bar is not None:
             bar.update(1)
-    return RerankerCV({n: float(np.mean(v)) for n, v in recalls.items()}, rankings, models)
+    both = {key: float(np.mean(own[key] + joined[key])) for key in own}
+    return RerankerCV({k: float(np.mean(v)) for k, v in own.items()},
+                      {k: float(np.mean(v)) for k, v in joined.items() if v}, both, rankings, models)
 
 
 def fit_citation_counter(data: TrainingData, parts: list[list[int]],
@@ -427,8 +465,16 @@ class TrainingRun:
     policy_rows: dict[str, list[tuple[int, np.ndarray, int]]] = field(default_factory=dict)
     """Per agent: (question row, planner input, 1 when the agent surfaced a gold article)."""
     policy: PlannerPolicy | None = None
-    agentic_groups: list[Group] = field(default_factory=list)
-    hybrid_groups: list[Group] = field(default_factory=list)
+    agentic_groups: list[PoolRows] = field(default_factory=list)
+    """Agentic pools: the split's questions (numbered by row) and, after them, the questions joined
+    from each fold's own questions."""
+    hybrid_groups: list[PoolRows] = field(default_factory=list)
+    gold_counts: list[int] = field(default_factory=list)
+    """Gold-set size of each pool's question, by number."""
+    cv_folds: list[list[int]] = field(default_factory=list)
+    """The folds with the numbers of their joined questions."""
+    issue_reserve: int | None = None
+    """Places in the first ten each issue's best candidates are sure of, chosen by cross-validation."""
     rounds: int = 0
     """Boosting rounds of the rerankers, chosen by cross-validation."""
     cv_rerankers: dict[int, LearnedReranker] = field(default_factory=dict)
@@ -496,8 +542,14 @@ def step_fold_parts(run: TrainingRun) -> None:
 
 
 def step_law_mixer(run: TrainingRun) -> None:
-    """The law mixer, from classifier probabilities that did not see the question."""
+    """The law mixer, from classifier probabilities that did not see the question. A corpus of one law
+    (the BGB of GerLayQA, the Civil Code of COLIEE) has nothing to mix: no mixer, and no retrieval
+    per question to find that out."""
     assert run.graph is not None
+    if len(run.graph.laws()) < 2:
+        run.say("no law mixer: the corpus has one law")
+        run.law_accuracy = {"skipped": "the corpus has one law"}
+        return
     data = run.prepared()
     run.say("fitting the law mixer (classifier, retrieval and mention evidence)")
     fold_of = {i: f for f, held in enumerate(run.parts) for i in held}
@@ -536,38 +588,60 @@ def step_policy(run: TrainingRun) -> None:
 
 
 def step_pools(run: TrainingRun) -> None:
-    """Reranker pools of every question, searched as at query time with its fold's parts and the policy."""
+    """Reranker pools of every question, searched as at query time with its fold's parts and the policy.
+
+    Each fold also gets questions joined from its own held-out questions (multi-issue pools; their
+    parts never leave the fold), numbered after the split's questions, in the fold they came from.
+    """
+    assert run.graph is not None
     data = run.prepared()
     run.say("searching every question as at query time (reranker pools)")
+    run.gold_counts = [len(g) for g in data.golds]
+    run.cv_folds = [list(p) for p in run.parts]
     with run.bar(len(data.queries), "reranker pools") as bar:
         for f, held in enumerate(run.parts):
             models = replace(run.fold_models[f], planner=run.policy)
             agentic = AgenticPipeline.from_runtime(run.runtime, models=models)
             hybrid = AgenticPipeline.from_runtime(run.runtime, name="hybrid+rerank", rounds=False, models=models)
             for i in held:
-                x, y = pool_rows(agentic, data.queries[i], data.golds[i], run.index, _depth(run))
-                run.agentic_groups.append((x, y, i))
-                x, y = pool_rows(hybrid, data.queries[i], data.golds[i], run.index, _depth(run))
-                run.hybrid_groups.append((x, y, i))
+                run.agentic_groups.append(pool_rows(agentic, data.queries[i], data.golds[i], run.index, _depth(run), i))
+                run.hybrid_groups.append(pool_rows(hybrid, data.queries[i], data.golds[i], run.index, _depth(run), i))
                 bar.update(1)
+            joined = joined_for_training([data.queries[i].qid for i in held], [data.queries[i].text for i in held],
+                                         [data.golds[i] for i in held], run.graph, language=data.language,
+                                         seed=SEED + f)
+            for j in joined:
+                number = len(run.gold_counts)
+                query = Query(text=j.text, qid=j.qid, lang=data.queries[held[0]].lang)
+                run.agentic_groups.append(pool_rows(agentic, query, set(j.gold), run.index, _depth(run), number))
+                run.gold_counts.append(len(j.gold))
+                run.cv_folds[f].append(number)
 
 
 def step_rerankers(run: TrainingRun) -> None:
-    """Cross-validate the boosting rounds of the agentic reranker (the rerankers themselves are fitted
-    by the ``final`` step), and fit the citation counter on the out-of-fold rankings."""
+    """Cross-validate the boosting rounds and the balance reserve, then the citation counter."""
     data = run.prepared()
-    gold_counts = [len(g) for g in data.golds]
+    singles = len(data.queries)
     run.say("cross-validating the rerankers")
     with run.bar(len(run.parts), "reranker cv", "fold") as bar:
-        cv = _cv_recall(run.agentic_groups, run.parts, gold_counts, bar)
+        cv = _cv_recall(run.agentic_groups, run.cv_folds, run.gold_counts, singles=singles, bar=bar)
     run.cv_rerankers = cv.models
-    run.rounds = max(cv.recall, key=lambda n: cv.recall[n])
-    run.citation_counter = counter = fit_citation_counter(data, run.parts, cv.rankings[run.rounds])
-    pool_recall = float(np.mean([g[1].sum() / gold_counts[g[2]] for g in run.agentic_groups]))
-    run.info["cv"] = {"agentic_recall@10": round(cv.recall[run.rounds], 4), "agentic_rounds": run.rounds,
-                      "agentic_by_rounds": {str(n): round(v, 4) for n, v in cv.recall.items()},
+    run.rounds = rounds = cv.best_rounds()
+    run.issue_reserve = reserve = cv.best_reserve(rounds)
+    run.citation_counter = counter = fit_citation_counter(data, run.parts, cv.rankings[rounds])
+    own = [p for p in run.agentic_groups if p.number < singles]
+    pool_recall = float(np.mean([p.labels.sum() / run.gold_counts[p.number] for p in own]))
+    run.info["cv"] = {"agentic_recall@10": round(cv.singles[(rounds, reserve)], 4), "agentic_rounds": rounds,
+                      "agentic_by_rounds": {str(n): round(cv.singles[(n, 0)], 4) for n in ROUND_GRID},
                       "pool_recall": round(pool_recall, 4),
-                      "mean_pool": round(float(np.mean([len(g[1]) for g in run.agentic_groups])), 1),
+                      "mean_pool": round(float(np.mean([len(p.labels) for p in own])), 1),
+                      "joined_questions": len(run.agentic_groups) - len(own),
+                      "joined_recall@10": round(cv.joined[(rounds, reserve)], 4) if cv.joined else None,
+                      "issue_reserve": reserve,
+                      "by_reserve": {str(r): {"own": round(cv.singles[(rounds, r)], 4),
+                                              "joined": (round(cv.joined[(rounds, r)], 4)
+                                                         if (rounds, r) in cv.joined else None)}
+                                     for r in RESERVES},
                       "law": run.law_accuracy,
                       "citation_count": {"multiplier": counter.multiplier, "cliff": counter.cliff,
                                          "fixed_k": counter.fixed_k}}
@@ -580,10 +654,11 @@ def step_final(run: TrainingRun) -> None:
     run.say("fitting the final models on the whole split")
     every = list(range(len(data.queries)))
     final = fit_parts(data, every, run.graph, run.vocabulary, run.runtime.index_embedder(run.index).name)
-    agentic = _fit_reranker(run, run.agentic_groups, every, "learned")
-    hybrid = _fit_reranker(run, run.hybrid_groups, every, "learned_hybrid")
+    agentic = _fit(run.agentic_groups, run.rounds)  # the split's questions and the joined ones
+    hybrid = _fit(run.hybrid_groups, run.rounds, label="learned_hybrid")
     run.models = replace(final, fusion=run.fusion.weights("model"), planner=run.policy, law_mixer=run.law_mixer,
-                         citation_counter=run.citation_counter, reranker_agentic=agentic, reranker_hybrid=hybrid)
+                         citation_counter=run.citation_counter, issue_reserve=run.issue_reserve,
+                         reranker_agentic=agentic, reranker_hybrid=hybrid)
     run.info = {"dataset": run.dataset.name, "data": str(run.dataset.path), "split": run.split,
                 "questions": len(data.queries), "corpus_documents": len(run.graph), "index": run.index,
                 "folds": run.folds, **run.info, "timings_s": dict(run.timings)}
@@ -721,14 +796,6 @@ def _fit_policy(rows: dict[str, list[tuple[int, np.ndarray, int]]], skip: frozen
                               for agent, r in kept.items()})
 
 
-def _fit_reranker(run: TrainingRun, groups: list[Group], rows: Sequence[int], label: str) -> LearnedReranker:
-    """A reranker with the cross-validated number of rounds, fitted on the pools of the questions in ``rows``."""
-    keep = set(rows)
-    chosen = [g for g in groups if g[2] in keep]
-    return LearnedReranker.fit(np.concatenate([g[0] for g in chosen]), np.concatenate([g[1] for g in chosen]),
-                               [len(g[1]) for g in chosen], FEATURE_NAMES, rounds=run.rounds, label=label)
-
-
 def _held_out_models(run: TrainingRun, f: int) -> TrainedModels:
     """A complete model set that never saw fold ``f``'s questions: the fold's parts, and a planner
     policy and rerankers (as many trees as the final ones) fitted on the other folds. The agentic
@@ -736,7 +803,8 @@ def _held_out_models(run: TrainingRun, f: int) -> TrainedModels:
     a fit with those rounds, without fitting it again)."""
     rest = run.fold_rows(f)
     agentic = run.cv_rerankers[f].first(run.rounds)
-    hybrid = _fit_reranker(run, run.hybrid_groups, rest, "learned_hybrid")
+    keep = set(rest)
+    hybrid = _fit([p for p in run.hybrid_groups if p.number in keep], run.rounds, label="learned_hybrid")
     return replace(run.fold_models[f], planner=_fit_policy(run.policy_rows, frozenset(run.parts[f])),
-                   reranker_agentic=agentic, reranker_hybrid=hybrid,
+                   issue_reserve=run.issue_reserve, reranker_agentic=agentic, reranker_hybrid=hybrid,
                    info={"data": str(run.dataset.path), "split": f"{run.split} without calibration fold {f + 1}"})

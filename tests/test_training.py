@@ -62,16 +62,19 @@ def test_training_writes_every_component(trained) -> None:
     _, out, report, _ = trained
     manifest = json.loads((out / "manifest.json").read_text())
     assert set(manifest["components"]) == {"law_classifier", "law_mixer", "memory", "prior", "term_mapping",
-                                           "adapter", "vocabulary", "planner", "citation_counter",
+                                           "adapter", "vocabulary", "planner", "cocitation", "citation_counter",
                                            "reranker_agentic", "reranker_hybrid"}
     assert 1 <= report["cv"]["citation_count"]["fixed_k"] <= 10
     law = report["cv"]["law"]
     assert 0.0 <= law["mixed"]["top1"] <= law["mixed"]["top3"] <= 1.0 and len(law["weights"]) == 4
     assert manifest["questions"] == 8 and manifest["split"] == "dev" and manifest["embedder"] == "use-m3"
     assert 0.0 <= report["cv"]["agentic_recall@10"] <= 1.0 and report["timings_s"]["total"] > 0
+    assert report["cv"]["joined_questions"] >= 0 and report["cv"]["issue_reserve"] in (0, 1, 2, 3)
+    assert set(report["cv"]["by_reserve"]) == {"0", "1", "2", "3"}
     models = load_models(out)
     assert models is load_models(out)  # cached per process
     assert models.memory is not None and len(models.memory) == 8
+    assert models.issue_reserve == report["cv"]["issue_reserve"] and models.cocitation is not None
     assert models.law_probabilities("用人单位辞退劳动者") and models.prior.count("17083") == 1
     # The fusion weights fitted on the split's labels, with the curve that chose them.
     assert manifest["fusion"]["source"] == "model" and manifest["fusion"]["fusion"] == "linear-zscore"
@@ -269,3 +272,15 @@ def test_a_failed_calibration_leaves_working_models(trained, tmp_path: Path) -> 
     models = load_models(out)
     assert models is not None and models.reranker_agentic is not None and stored_routing(out) is None
     assert not [p for p in out.iterdir() if p.name.startswith(".calibration-")]
+
+
+def test_a_corpus_of_one_law_gets_no_law_mixer(tmp_path) -> None:
+    # GerLayQA (the BGB) and COLIEE (the Civil Code): every question's gold law is the only one, so the
+    # step leaves the classifier's prediction alone instead of failing to fit.
+    from service.corpus.graph import CorpusGraph
+    from service.corpus.model import LegalDoc
+
+    graph = CorpusGraph.build([LegalDoc(id=f"bgb{n}", citation=f"§ {n} BGB", text="t", law="BGB") for n in (1, 2)])
+    run = training.TrainingRun(None, None, "fit", tmp_path / "out", graph=graph)  # type: ignore[arg-type]
+    training.step_law_mixer(run)
+    assert run.law_mixer is None and run.law_accuracy == {"skipped": "the corpus has one law"}

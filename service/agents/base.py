@@ -181,6 +181,8 @@ class TrainedParts(Protocol):
     adapter: Any
     vocabulary: Any
     planner: Any
+    law_classifier: Any
+    language: str
 
 
 class OfflineRewriter:

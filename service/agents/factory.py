@@ -19,7 +19,9 @@ import weakref
 from collections.abc import Callable
 
 from service.agents.base import Planner, Rewriter, TrainedParts
+from service.agents.issues import OfflineIssueRewriter
 from service.agents.planner import LlmPlanner, OfflinePlanner
+from service.agents.rewriters.decompose import LlmDecomposeRewriter
 from service.llm.client import LlmClient
 from service.plugins import REWRITERS
 
@@ -33,7 +35,7 @@ class AgentFactory:
 
     def __init__(self, llm: LlmClient | None) -> None:
         self.llm = llm
-        # (agent, id(models)) -> (what gives the models back, the rewriter). An id is reused once its
+        # (agent or "issues", id(models)) -> (what gives the models back, the rewriter). An id is reused once its
         # object is gone (training makes one model set per fold), so a hit counts only while the
         # models it was built for are the ones asked about.
         self._rewriters: dict[tuple[str, int], tuple[Callable[[], object], Rewriter]] = {}
@@ -45,15 +47,30 @@ class AgentFactory:
         Raises:
             InvalidInput: for an unknown agent name.
         """
-        key = (agent, id(models))
+        def build() -> Rewriter:
+            plugin = REWRITERS.entry(agent)
+            rewriter: Rewriter = plugin.load().from_models(models)
+            return plugin.load_llm()(self.llm, rewriter) if self.llm is not None else rewriter
+
+        return self._kept(agent, models, build)
+
+    def issues(self, models: TrainedParts | None) -> Rewriter:
+        """The issue segmenter for ``models``: the LLM's decomposition when configured (falling back to
+        the offline segmentation), else the offline segmentation (:mod:`service.agents.issues`)."""
+        def build() -> Rewriter:
+            rewriter: Rewriter = OfflineIssueRewriter.from_models(models)
+            return LlmDecomposeRewriter(self.llm, rewriter) if self.llm is not None else rewriter
+
+        return self._kept("issues", models, build)
+
+    def _kept(self, name: str, models: TrainedParts | None, build: Callable[[], Rewriter]) -> Rewriter:
+        """The rewriter called ``name`` for ``models``, built once per model set."""
+        key = (name, id(models))
         with self._lock:
             cached = self._rewriters.get(key)
         if cached is not None and cached[0]() is models:
             return cached[1]
-        plugin = REWRITERS.entry(agent)
-        rewriter: Rewriter = plugin.load().from_models(models)
-        if self.llm is not None:
-            rewriter = plugin.load_llm()(self.llm, rewriter)
+        rewriter = build()
         owner = _owner(models)
         with self._lock:
             # Drop the rewriters of model sets that are gone, then keep this one.

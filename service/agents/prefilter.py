@@ -8,7 +8,9 @@ embedding, trained on training questions → their gold articles' sections.
 
 The prefilter (:func:`prefilter_laws`) narrows a retrieval pass to the predicted laws. It is
 recall-safe: the pass *adds* candidates to the unfiltered pool rather than replacing it, and
-when the classifier is unsure it widens to more laws.
+when the classifier is unsure it widens to more laws. A second pass narrows to the most likely
+sections (:func:`prefilter_sections`): within one large code (the BGB, the Civil Code) the law
+pass cannot narrow anything, and the section pass ranks the articles of the predicted blocks.
 
 :class:`LlmLawPredictor` asks the LLM to pick among the classifier's candidate laws, and falls back
 to the classifier's ranking.
@@ -31,6 +33,8 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from service.corpus.graph import CorpusGraph
+from service.corpus.model import Filters
 from service.llm.budget import CallBudget
 from service.llm.client import LlmClient
 from service.llm.prompt import quote_json
@@ -46,6 +50,10 @@ PREFILTER_MAX_LAWS = 3
 LOW_CONFIDENCE = 0.35
 """Below this top-law probability the prefilter widens to :data:`WIDE_LAWS` laws."""
 WIDE_LAWS = 6
+SECTION_MASS = 0.5
+SECTION_MAX = 3
+"""The section pass covers the most likely sections until their probability reaches
+:data:`SECTION_MASS`, at most :data:`SECTION_MAX` of them (up to 120 articles)."""
 RECENT_PREDICTIONS = 64
 """How many recent questions' section probabilities a classifier remembers: routing and the strategy
 it picks ask about the same question, with the same terms and vector, within milliseconds."""
@@ -135,10 +143,16 @@ class LawClassifier:
                 self._recent.popitem(last=False)
         return probs
 
+    def term_evidence(self, tokens: Sequence[str]) -> np.ndarray:
+        """What the terms alone say about each section: the term part of the linear scores, without
+        the intercept (the section prior) or the embedding. Issue segmentation compares spans of a
+        question by it (:mod:`service.agents.issues`)."""
+        cols, vals = self.space.row(tokens)
+        return vals @ self._term_coef[cols] if len(cols) else np.zeros(len(self.sections), dtype=np.float32)
+
     def _linear_scores(self, tokens: Sequence[str], vector: np.ndarray | None) -> np.ndarray:
         """``coef @ features + intercept`` for one question, reading only the columns it uses."""
-        cols, vals = self.space.row(tokens)
-        scores = vals @ self._term_coef[cols] if len(cols) else np.zeros(len(self.sections), dtype=np.float32)
+        scores = self.term_evidence(tokens)
         if self.vector_dim and vector is not None:
             scores = scores + self._vector_coef @ (np.asarray(vector, dtype=np.float32) * np.float32(VECTOR_WEIGHT))
         return scores + self.intercept
@@ -222,6 +236,32 @@ def prefilter_laws(laws: Sequence[tuple[str, float]], *, mass: float = PREFILTER
         if total >= mass:
             break
     return chosen, False
+
+
+def prefilter_sections(sections: Mapping[str, float], *, mass: float = SECTION_MASS,
+                       max_sections: int = SECTION_MAX) -> list[str]:
+    """The most likely sections until their probability reaches ``mass`` (at most ``max_sections``).
+
+    Example::
+
+        prefilter_sections({"BGB#13": 0.4, "BGB#14": 0.3, "BGB#2": 0.1})   # ['BGB#13', 'BGB#14']
+    """
+    chosen, total = [], 0.0
+    for section, p in sorted(sections.items(), key=lambda kv: -kv[1])[:max_sections]:
+        chosen.append(section)
+        total += p
+        if total >= mass:
+            break
+    return chosen
+
+
+def section_filter(graph: CorpusGraph, sections: Sequence[str], base: Filters | None) -> Filters | None:
+    """``base`` narrowed to the articles of ``sections`` (by citation); ``None`` when they have none."""
+    citations = tuple(dict.fromkeys(c for s in sections for d in graph.section_articles(s)
+                                    if (c := graph.citation(d))))
+    if not citations:
+        return None
+    return (base or Filters()).narrowed("citation", citations)
 
 
 class LlmLawPredictor:

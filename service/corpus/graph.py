@@ -68,12 +68,14 @@ class CorpusGraph:
 
     def __init__(self, info: dict[str, ArticleInfo], by_law: dict[str, list[str]],
                  cites: dict[str, tuple[str, ...]], cited_by: dict[str, tuple[str, ...]],
-                 by_key: dict[str, tuple[str, ...]] | None = None) -> None:
+                 by_key: dict[str, tuple[str, ...]] | None = None,
+                 citations: dict[str, str] | None = None) -> None:
         self._info = info
         self._by_law = by_law
         self._cites = cites
         self._cited_by = cited_by
         self._by_key = by_key or {}
+        self._citations = citations or {}
 
     @classmethod
     def build(cls, docs: Iterable[LegalDoc]) -> CorpusGraph:
@@ -84,8 +86,10 @@ class CorpusGraph:
         """
         rows: list[tuple[str, str, tuple[int, str], int, tuple[str, ...]]] = []
         by_key: dict[str, list[str]] = {}
+        citations: dict[str, str] = {}
         section: dict[str, str] = {}
         for doc in docs:
+            citations[doc.id] = doc.citation
             citation = article_of(doc.citation, law=doc.law, lang=doc.lang)
             law = doc.law or (citation.law if citation else "")
             order = _sort_key(citation.article) if citation else (10**9, doc.id)
@@ -120,7 +124,7 @@ class CorpusGraph:
                 for target in targets:
                     reverse.setdefault(target, []).append(doc_id)
         cited_by = {k: tuple(v) for k, v in reverse.items()}
-        return cls(info, by_law, cites, cited_by, {k: tuple(v) for k, v in by_key.items()})
+        return cls(info, by_law, cites, cited_by, {k: tuple(v) for k, v in by_key.items()}, citations)
 
     def __len__(self) -> int:
         return len(self._info)
@@ -149,6 +153,18 @@ class CorpusGraph:
         """The document ids of one law, in article order."""
         return self._by_law.get(law, ())
 
+    def section_articles(self, section: str) -> Sequence[str]:
+        """The document ids of one section (``ArticleInfo.block``, ``"<law>#<n>"``), in article order."""
+        law, _, block = section.rpartition("#")
+        if not block.isdigit():
+            return ()
+        start = int(block) * BLOCK_SIZE
+        return self._by_law.get(law, [])[start:start + BLOCK_SIZE]
+
+    def citation(self, doc_id: str) -> str:
+        """The document's citation as indexed ('' for an unknown id)."""
+        return self._citations.get(doc_id, "")
+
     def resolve(self, key: str) -> tuple[str, ...]:
         """The documents of a citation key (``"OR art. 725"``, :attr:`Citation.key`); () when none."""
         return self._by_key.get(key, ())
@@ -163,7 +179,7 @@ class CorpusGraph:
 
     def without_citations(self) -> CorpusGraph:
         """The same graph with no citation links (laws, order and neighbours kept), sharing its tables."""
-        return CorpusGraph(self._info, self._by_law, {}, {}, self._by_key)
+        return CorpusGraph(self._info, self._by_law, {}, {}, self._by_key, self._citations)
 
     def neighbours(self, doc_id: str, span: int = 1) -> list[str]:
         """Articles within ``span`` places of ``doc_id`` in the same law, nearest first."""

@@ -4,10 +4,12 @@
 
     probe (BM25 + kNN, reused from the router when given) → hybrid pool
       + law prediction (offline classifier; the LLM picks among its laws when configured)
-      + votes of similar training questions (memory) and a law-prefiltered pass (recall-safe)
+      + votes of similar training questions (memory), law- and section-prefiltered passes (recall-safe)
+      + each issue of a multi-issue question searched with its own quota; co-cited companions
     rounds (≤ 4): planner → rewriters (in parallel) → each rewrite retrieves top-30 hybrid,
       the light reranker keeps 10 → merged into the pool by document id, with provenance
-    finish: pool features → reranker (learned | llm | cross-encoder | none) → top k, trace
+    finish: pool features → reranker (learned | llm | cross-encoder | none) → each issue's best in
+      the first ten → top k, trace
 
 ``hybrid+rerank`` (routing tier 1) is the same without rounds, prefilter or agents, reranked by
 the model trained on hybrid pools.
@@ -88,7 +90,7 @@ class AgenticPipeline:
         self.agents = agents
         self.llm = llm
         self._start = AgenticStart(settings=settings, backend=backend, retrieval=retrieval, hybrid=hybrid, llm=llm,
-                                   rounds=rounds)
+                                   agents=agents, rounds=rounds)
         self._rewrite = RewriteStep(settings=settings, backend=backend, retrieval=retrieval, hybrid=hybrid)
         self._finish = AgenticFinish(settings=settings, backend=backend, rerankers=rerankers)
 
@@ -147,6 +149,8 @@ class AgenticPipeline:
         """The agents of the next round, or ``None`` to stop (the decision is kept in the trace)."""
         start = time.perf_counter()
         allowed = [a for a in state.options.agents if a in REWRITING_AGENTS]
+        if state.issues or state.trace.get("issues", {}).get("mode") == "llm":  # decomposition already ran
+            allowed = [a for a in allowed if a != AgentName.DECOMPOSE.value]
         if state.options.hyde and self.llm is not None and state.round == 0:
             allowed.append(AgentName.HYDE.value)
         if not self.rounds or state.options.max_rounds == 0 or not allowed:

@@ -4,7 +4,8 @@ The reranker is the one the request asks for (:func:`~service.rerank.base.choose
 falls back when its parts are missing). Its declared needs decide what it gets: a reranker that
 ``uses_features`` scores the feature rows; one that ``reads_documents`` (LLM, cross-encoder)
 reorders the top of the learned order when there is a trained model, else of the heuristic
-order, and gets the texts of the best 50; the others get the heuristic order.
+order, and gets the texts of the best 50; the others get the heuristic order. For a multi-issue
+question each issue's best candidate then gets a place in the first ten (:func:`balance`).
 
 Example::
 
@@ -26,9 +27,10 @@ from service.models import TrainedModels
 from service.pipelines.agentic_state import AgenticState
 from service.pipelines.base import SearchResponse
 from service.pipelines.candidates import fetch, pool_order
+from service.pipelines.issue_pool import RESERVE, IssueEvidence, balance
 from service.pipelines.resources import IndexResources
 from service.rerank.base import RerankContext, Reranker, RerankerParts, choose_reranker
-from service.rerank.features import FEATURE_NAMES, FeatureContext, pool_features
+from service.rerank.features import FEATURE_NAMES, FeatureContext, IssueContext, pool_features
 from service.rerank.learned import LearnedReranker
 from service.tracing import Stopwatch
 
@@ -70,8 +72,12 @@ class AgenticFinish:
                     scores = learned_order.scores(features, FEATURE_NAMES)
                     context.fallback = [hits[i].doc_id for i in np.argsort(-scores, kind="stable")]
                 context.docs = fetch(self.backend, state, context.fallback[:DOCUMENT_CANDIDATES])
-            ranked = reranker.rerank(Query(request.query, request.qid, state.language), hits, k=request.k,
-                                     context=context)
+            balanced = len(state.issues) > 1 and state.options.balance
+            ranked = reranker.rerank(Query(request.query, request.qid, state.language), hits,
+                                     k=len(hits) if balanced else request.k, context=context)
+            if balanced:
+                reserve = models.issue_reserve if models is not None and models.issue_reserve is not None else RESERVE
+                ranked = balance(ranked, len(state.issues), reserve=reserve, label=reranker.name)[: request.k]
         notes = dict(context.notes)
         if notes.get("llm"):
             state.count_llm([notes["llm"]])
@@ -87,7 +93,14 @@ class AgenticFinish:
             section_probabilities={k: float(v) for k, v in state.law.get("sections", {}).items()},
             prior=models.prior if models else None, memory=state.memory_votes(),
             memory_top_sim=state.features.get("memory_top_sim", 0.0), query_terms=len(state.terms),
-            depth=max(int(state.request["k"]), self.settings.retrieval.depth))
+            depth=max(int(state.request["k"]), self.settings.retrieval.depth),
+            issues=[_issue_context(IssueEvidence.from_json(i)) for i in state.issues],
+            cocitation={d: (v[0], v[1]) for d, v in state.cocitation.items()})
+
+
+def _issue_context(evidence: IssueEvidence) -> IssueContext:
+    return IssueContext(law_probabilities=evidence.law_probabilities(), section_probabilities=evidence.sections,
+                        memory=evidence.memory_votes())
 
 
 def _trace(state: AgenticState, pipeline: str, reranker: Reranker, note: str, notes: dict[str, Any]
@@ -110,6 +123,8 @@ def _trace(state: AgenticState, pipeline: str, reranker: Reranker, note: str, no
         "planner": state.trace.get("planner", []),
         "prefilter": state.trace.get("prefilter"),
         "memory_candidates": sum(1 for h in state.pool.values() if "memory" in h.ranks),
+        "issues": state.trace.get("issues"),
+        "cocitation_candidates": sum(1 for h in state.pool.values() if "cocitation" in h.ranks),
         "models": state.trace.get("models"),
         "fusion_weights": state.trace.get("fusion_weights"),
         "options": state.options.to_json(),

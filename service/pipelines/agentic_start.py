@@ -4,23 +4,35 @@ The probe (BM25 + kNN, or the router's) gives the hybrid pool. The law classifie
 laws the question touches, mixed with the laws of the best hits and the laws the question names
 (:mod:`service.agents.law_evidence`; the LLM picks among them when configured and the prefilter is
 on), the memory of training questions votes for articles (its best candidates join the pool), so do
-the articles the question cites, a pass restricted to the predicted laws adds its hits, and the
-planner gets its query features.
+the articles the question cites, passes restricted to the predicted laws and to the most likely
+sections add their hits, a multi-issue question has each issue searched with its own quota
+(:mod:`service.pipelines.issue_pool`), the training companions of the best candidates join
+(co-citation), and the planner gets its query features.
 
 Example::
 
-    state = AgenticStart(settings=..., backend=..., retrieval=..., hybrid=..., llm=None, rounds=True)(
-        request, options, models, resources, probe=None)
+    state = AgenticStart(settings=..., backend=..., retrieval=..., hybrid=..., llm=None, agents=...,
+                         rounds=True)(request, options, models, resources, probe=None)
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
+from service.agents.base import AgentName, Evidence
+from service.agents.factory import AgentFactory
 from service.agents.law_evidence import LawEvidence
-from service.agents.prefilter import LawPrediction, LlmLawPredictor, prefilter_laws
+from service.agents.prefilter import (
+    LawPrediction,
+    LlmLawPredictor,
+    prefilter_laws,
+    prefilter_sections,
+    section_filter,
+)
 from service.agents.rewriters.decompose import split_issues
 from service.agents.vocabulary import Vocabulary, unseen_share
 from service.analysis.chain import analyzer_for
@@ -28,14 +40,17 @@ from service.analysis.language import detect_language
 from service.backends.base import SearchBackend
 from service.config import Settings
 from service.corpus.citations import cites_of
-from service.corpus.model import Filters
+from service.corpus.model import Filters, Query
+from service.embeddings.base import Embedder
 from service.llm.client import LlmClient
 from service.models import TrainedModels
 from service.pipelines.agentic_state import AgenticOptions, AgenticState, jsonable_options
-from service.pipelines.base import Probe, RetrievalOf, SearchRequest
+from service.pipelines.base import IndexRetrieval, Probe, RetrievalOf, SearchRequest
 from service.pipelines.candidates import add_ranked, allowed, by_rank, links, seed_pool
 from service.pipelines.hybrid import HybridPipeline
+from service.pipelines.issue_pool import IssueSearch
 from service.pipelines.resources import IndexResources
+from service.rerank.cocitation import expand_pool
 from service.retrieval.weights import FusionWeights, with_trained
 from service.tracing import Stopwatch
 
@@ -51,6 +66,7 @@ class AgenticStart:
         backend, retrieval, hybrid: the index, each index's query embedder and fusion weights, and the
             probe and fusion.
         llm: the LLM client (``None`` offline).
+        agents: the issue segmenter (offline, or the LLM's decomposition).
         rounds: whether agents will run (the ``links`` planner feature is computed only then).
     """
 
@@ -59,6 +75,7 @@ class AgenticStart:
     retrieval: RetrievalOf
     hybrid: HybridPipeline
     llm: LlmClient | None
+    agents: AgentFactory
     rounds: bool
 
     def __call__(self, request: SearchRequest, options: AgenticOptions, models: TrainedModels | None,
@@ -99,6 +116,13 @@ class AgenticStart:
         if options.prefilter:
             with watch.stage("prefilter"):
                 self._prefilter(state, resources, probe.weights)
+        if options.issues and AgentName.DECOMPOSE.value in options.agents:
+            with watch.stage("issues"):
+                self._search_issues(state, models, resources, retrieval.embedder, probe.weights)
+        if options.cocitation and models is not None and models.cocitation is not None:
+            with watch.stage("cocitation"):
+                state.cocitation = expand_pool(state.pool, models.cocitation,
+                                               allowed=functools.partial(allowed, self.backend, state))
         state.features = self._planner_features(state, resources, probe)
         for stage, ms in watch.stages.items():
             state.add_time(stage, ms)
@@ -149,21 +173,56 @@ class AgenticStart:
         add_ranked(state.pool, allowed(self.backend, state, ids), "cited")
 
     def _prefilter(self, state: AgenticState, resources: IndexResources, weights: FusionWeights) -> None:
+        """The law-prefiltered pass (several laws) and the section pass (the most likely sections)."""
+        request = state.search_request()
+        depth = self.settings.agents.prefilter_depth
+        trace: dict[str, Any] = {}
         laws = [(law, p) for law, p in state.law.get("laws", [])]
-        if not laws or len(resources.graph.laws()) < 2:
-            return
-        chosen, widened = prefilter_laws(laws)
-        if not chosen:
+        if laws and len(resources.graph.laws()) > 1:
+            chosen, widened = prefilter_laws(laws)
+            if chosen:
+                filters = (request.filters or Filters()).narrowed("law", tuple(chosen))
+                fused = self.hybrid.filtered(request.index, request.query, state.vector, k=depth, filters=filters,
+                                             lang=request.lang, weights=weights)
+                add_ranked(state.pool, [h.doc_id for h in fused], "prefilter")
+                trace.update({"laws": chosen, "widened": widened, "hits": len(fused)})
+        if state.options.sections:
+            sections = prefilter_sections(state.law.get("sections", {}))
+            filters = section_filter(resources.graph, sections, request.filters) if sections else None
+            if filters is not None:
+                fused = self.hybrid.filtered(request.index, request.query, state.vector, k=depth, filters=filters,
+                                             lang=request.lang, weights=weights)
+                add_ranked(state.pool, [h.doc_id for h in fused], "section")
+                trace.update({"sections": sections, "section_hits": len(fused)})
+        if trace:
+            state.trace["prefilter"] = trace
+
+    def _search_issues(self, state: AgenticState, models: TrainedModels | None, resources: IndexResources,
+                       embedder: Embedder, weights: FusionWeights) -> None:
+        """Segment the question (the LLM's sub-questions when configured, else offline) and, for two or
+        more issues, search each with its own pool quota (:mod:`service.pipelines.issue_pool`)."""
+        query = Query(state.request["query"], state.request["qid"], state.language)
+        evidence = Evidence(round=0, language=state.language, terms=state.terms, top=[],
+                            vocabulary=resources.vocabulary, budget=state.llm_budget(self.settings.llm))
+        output = self.agents.issues(models).rewrite(query, evidence)
+        state.count_llm(output.llm)
+        texts = [r.text for r in output.rewrites]
+        trace: dict[str, Any] = {"mode": output.mode, "count": max(1, len(texts))}
+        if output.fallback:
+            trace["fallback"] = output.fallback
+        state.trace["issues"] = trace
+        if len(texts) < 2:
             return
         request = state.search_request()
-        filters = (request.filters or Filters()).narrowed("law", tuple(chosen))
-        depth = self.settings.agents.prefilter_depth
-        bm25 = self.hybrid.bm25(request.query, request.index, k=depth, filters=filters, lang=request.lang)
-        knn = (self.backend.knn(request.index, state.vector, k=depth, filters=filters)
-               if state.vector is not None else [])
-        fused = self.hybrid.fuse(Probe(bm25, knn, None, weights))[:depth]
-        add_ranked(state.pool, [h.doc_id for h in fused], "prefilter")
-        state.trace["prefilter"] = {"laws": chosen, "widened": widened, "hits": len(fused)}
+        search = IssueSearch(self.backend, IndexRetrieval(embedder, weights), self.hybrid)
+        found = search.search(texts, index=request.index, language=state.language, lang=request.lang,
+                              filters=request.filters, pool=state.pool,
+                              classifier=models.law_classifier if models else None,
+                              memory=models.memory if models else None, graph=resources.graph,
+                              prefilter=state.options.prefilter, quotas=state.options.quotas,
+                              allowed=functools.partial(allowed, self.backend, state))
+        state.issues = [e.to_json() for e in found]
+        trace["issues"] = [e.to_trace() for e in found]
 
     def _planner_features(self, state: AgenticState, resources: IndexResources, probe: Probe) -> dict[str, float]:
         features = dict(state.features)

@@ -41,6 +41,13 @@ class AgenticOptions:
         prefilter: run the law-prefiltered pass (and LLM law prediction when configured).
         hyde: hypothetical passages (LLM mode only).
         citations: citation-graph expansion in the supportive agent (neighbours stay).
+        issues: segment a multi-issue question and search each issue (needs ``decompose`` among the agents).
+        quotas: let each issue's finds join the pool (off: issues only rank candidates already there).
+        cocitation: add the training companions of the best candidates (needs a model folder).
+        balance: give each issue's best candidates a place in the first ten.
+        sections: the section pass of the prefilter for the whole question (the most likely sections'
+            articles). Off by default: it lost recall on STARD dev and MRR on COLIEE dev (docs/BENCHMARKS.md,
+            "Multi-issue questions"); the issues of a multi-issue question keep their own section passes.
     """
 
     reranker: str = "learned"
@@ -49,6 +56,11 @@ class AgenticOptions:
     prefilter: bool = True
     hyde: bool = True
     citations: bool = True
+    issues: bool = True
+    quotas: bool = True
+    cocitation: bool = True
+    balance: bool = True
+    sections: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, Any], defaults: AgenticOptions) -> AgenticOptions:
@@ -73,19 +85,25 @@ class AgenticOptions:
         rounds = option_int(options, "max_rounds", None, low=0, high=4)
         if rounds is not None:
             values["max_rounds"] = rounds
-        for name in ("prefilter", "hyde", "citations"):
+        for name in ("prefilter", "hyde", "citations", "issues", "quotas", "cocitation", "balance",
+                     "sections"):
             if options.get(name) not in (None, ""):
                 values[name] = option_flag(options, name)
         return replace(defaults, **values)
 
     def to_json(self) -> dict[str, Any]:
         return {"reranker": self.reranker, "agents": list(self.agents), "max_rounds": self.max_rounds,
-                "prefilter": self.prefilter, "hyde": self.hyde, "citations": self.citations}
+                "prefilter": self.prefilter, "hyde": self.hyde, "citations": self.citations, "issues": self.issues,
+                "quotas": self.quotas, "cocitation": self.cocitation, "balance": self.balance,
+                "sections": self.sections}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AgenticOptions:
         return cls(reranker=data["reranker"], agents=tuple(data["agents"]), max_rounds=int(data["max_rounds"]),
-                   prefilter=bool(data["prefilter"]), hyde=bool(data["hyde"]), citations=bool(data["citations"]))
+                   prefilter=bool(data["prefilter"]), hyde=bool(data["hyde"]), citations=bool(data["citations"]),
+                   issues=bool(data.get("issues", True)), quotas=bool(data.get("quotas", True)),
+                   cocitation=bool(data.get("cocitation", True)), balance=bool(data.get("balance", True)),
+                   sections=bool(data.get("sections", False)))
 
 
 # ----- state and steps -------------------------------------------------------------------------
@@ -117,6 +135,8 @@ class AgenticState:
         tried: query texts searched so far.
         law: predicted laws (``LawPrediction.to_trace`` plus ``sections``).
         memory: votes of similar training questions ``{doc_id: [vote, best, rank]}``.
+        issues: each searched issue of a multi-issue question (``IssueEvidence.to_json``; empty for one issue).
+        cocitation: per article the anchors call for, ``[summed, strongest]`` companion weight.
         features: query features of the planner.
         trace: the growing trace (agents per round, planner decisions, notes).
         llm_calls, llm_tokens, llm_fallbacks: LLM use so far.
@@ -135,6 +155,8 @@ class AgenticState:
     tried: list[str] = field(default_factory=list)
     law: dict[str, Any] = field(default_factory=dict)
     memory: dict[str, list[float]] = field(default_factory=dict)
+    issues: list[dict[str, Any]] = field(default_factory=list)
+    cocitation: dict[str, list[float]] = field(default_factory=dict)
     features: dict[str, float] = field(default_factory=dict)
     trace: dict[str, Any] = field(default_factory=dict)
     llm_calls: int = 0
@@ -187,8 +209,9 @@ class AgenticState:
                 "terms": self.terms, "vector": self.vector.tolist() if self.vector is not None else None,
                 "pool": [_hit_to_json(h) for h in self.pool.values()], "round": self.round, "used": self.used,
                 "new_per_round": self.new_per_round, "tried": self.tried, "law": self.law, "memory": self.memory,
-                "features": self.features, "trace": self.trace, "llm_calls": self.llm_calls,
-                "llm_tokens": self.llm_tokens, "llm_fallbacks": self.llm_fallbacks, "timings": self.timings}
+                "issues": self.issues, "cocitation": self.cocitation, "features": self.features, "trace": self.trace,
+                "llm_calls": self.llm_calls, "llm_tokens": self.llm_tokens, "llm_fallbacks": self.llm_fallbacks,
+                "timings": self.timings}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AgenticState:
@@ -200,6 +223,8 @@ class AgenticState:
                    pool={h.doc_id: h for h in pool}, round=int(data["round"]), used=[list(u) for u in data["used"]],
                    new_per_round=[int(n) for n in data["new_per_round"]], tried=list(data["tried"]),
                    law=dict(data["law"]), memory={k: list(v) for k, v in data["memory"].items()},
+                   issues=[dict(i) for i in data.get("issues", [])],
+                   cocitation={k: list(v) for k, v in data.get("cocitation", {}).items()},
                    features={k: float(v) for k, v in data["features"].items()}, trace=dict(data["trace"]),
                    llm_calls=int(data["llm_calls"]), llm_tokens=int(data["llm_tokens"]),
                    llm_fallbacks=int(data["llm_fallbacks"]),

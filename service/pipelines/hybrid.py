@@ -24,6 +24,8 @@ from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights, fuse
 from service.tracing import Stopwatch
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from service.pipelines.build import Runtime
 
 
@@ -140,6 +142,15 @@ class HybridPipeline:
         if self.mode == "dense":
             return probe.knn
         return fuse(probe.bm25, probe.knn, probe.weights.as_mapping(), self.settings)
+
+    def filtered(self, index: str, query: str, vector: np.ndarray | None, *, k: int, filters: Filters | None,
+                 lang: str, weights: FusionWeights) -> list[Hit]:
+        """BM25 and kNN of ``query`` (and its ``vector``) under ``filters``, fused with ``weights``, top
+        ``k``: the agentic pipeline's extra passes (prefiltered, per issue); long questions search by
+        their weighted key terms, as the probe does."""
+        bm25 = self.bm25(query, index, k=k, filters=filters, lang=lang)
+        knn = self.backend.knn(index, vector, k=k, filters=filters) if vector is not None else []
+        return self.fuse(Probe(bm25, knn, None, weights))[:k]
 
     def run(self, request: SearchRequest) -> SearchResponse:
         request = request.validated(self.settings.max_query_chars)

@@ -12,7 +12,14 @@ One row per candidate. The columns (:data:`FEATURE_NAMES`) come from:
   retrieval's best ten that sit under the same headings (:class:`CorpusGraph`);
 - priors learned on training questions: predicted-law and section probability, the article's gold
   frequency, and the votes of similar training questions;
-- the article itself: relative position in its law, number, law size, length.
+- the article itself: relative position in its law, number, law size, length;
+- the issues of a multi-issue question (:mod:`service.pipelines.issue_pool`): per candidate, the
+  best evidence of any one issue: its rank in the issue's hybrid, memory and prefiltered lists, the
+  issue's law, section and memory priors, and the share of issues that found it (and the rank in the
+  section pass, ``section``, for the whole question). A question with
+  one issue gets the whole question's values, so single- and multi-issue pools share one scale;
+- co-citation (:mod:`service.rerank.cocitation`): how strongly the best candidates' training
+  companions call for the candidate (summed and strongest weight).
 
 Missing signals get fixed values outside the observed range (documented per column), so the
 trees can tell "not found" from "found low".
@@ -40,15 +47,21 @@ from service.rerank.light import zscore
 from service.rerank.priors import ArticlePrior, MemoryVote
 
 AGENT_COLUMNS: tuple[str, ...] = ("terminology", "conditions", "decompose", "supportive", "repair", "hyde")
+ISSUE_COLUMNS: tuple[str, ...] = (
+    "issue_count", "issue_rank_log", "issue_cover", "issue_law_logp", "issue_section_logp", "issue_memory_vote",
+    "issue_memory_rank_log", "issue_prefilter_rank_log", "issue_section_rank_log",
+)
+"""The best evidence any one issue of the question has for a candidate (see :class:`IssueContext`)."""
 FEATURE_NAMES: tuple[str, ...] = (
     "bm25", "bm25_z", "bm25_rank_log", "knn", "knn_z", "knn_rank_log", "hybrid_rank_log", "rrf",
-    "prefilter_rank_log", "memory_vote", "memory_best", "memory_rank_log", "prior_log", "prior_law_share",
-    "law_logp", "law_rank", "section_logp", "law_prior_log",
+    "prefilter_rank_log", "section_rank_log", "memory_vote", "memory_best", "memory_rank_log", "prior_log",
+    "prior_law_share", "law_logp", "law_rank", "section_logp", "law_prior_log",
     "n_agents", "n_rounds", "n_rewrites", "best_agent_rank_log", "agent_rrf",
     *(f"agent_{a}" for a in AGENT_COLUMNS), *(f"agent_{a}_z" for a in AGENT_COLUMNS), "agent_z_max",
     "cites_top", "cited_by_top", "neighbour_of_top", "same_law_top10", "same_heading_top10",
     "article_position", "article_number_log", "law_size_log", "doc_length_log",
     "query_terms", "law_top_p", "memory_top_sim", "cited_in_question",
+    *ISSUE_COLUMNS, "cocite_support", "cocite_max",
 )
 """Column names, in order. Changing them invalidates trained rerankers (their manifest keeps the list)."""
 
@@ -57,6 +70,15 @@ AGENT_Z_FLOOR = -4.0
 TOP_LINKS = 10
 """Citation features count links to the best this-many candidates of the first retrieval."""
 _EPS = 1e-4
+
+
+@dataclass
+class IssueContext:
+    """The priors of one issue of the question (law, section and memory, as for the whole question)."""
+
+    law_probabilities: Mapping[str, float] = field(default_factory=dict)
+    section_probabilities: Mapping[str, float] = field(default_factory=dict)
+    memory: Mapping[str, MemoryVote] = field(default_factory=dict)
 
 
 @dataclass
@@ -72,6 +94,8 @@ class FeatureContext:
         memory_top_sim: similarity of the most similar training question.
         query_terms: number of analysed terms in the question.
         depth: retrieval depth of the first pass (rank given to candidates it did not find is 2x).
+        issues: the issues searched one by one (empty: the question is one issue).
+        cocitation: per candidate, (summed, strongest) companion weight from the best candidates.
     """
 
     graph: CorpusGraph | None = None
@@ -82,6 +106,8 @@ class FeatureContext:
     memory_top_sim: float = 0.0
     query_terms: int = 0
     depth: int = 100
+    issues: Sequence[IssueContext] = ()
+    cocitation: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def zscores_of(hits: Sequence[Hit], key: str) -> tuple[dict[str, float], float]:
@@ -197,6 +223,8 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext) -> np.ndarray:
             cites_top.update(graph.cited_by(t))
             cited_by_top.update(graph.cites(t))
     top_law_share = {law: n / len(top_laws) for law, n in Counter(top_laws).items()}
+    issues = ctx.issues if len(ctx.issues) > 1 else ()
+    cocitation = ctx.cocitation
     agents_ran = any(p.round >= 1 for h in hits for p in h.provenance) or any(
         key.startswith("agent:") for h in hits for key in h.scores)
     no_section = log(_EPS)
@@ -233,6 +261,8 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext) -> np.ndarray:
             row[col["cited_in_question"]] = 1.0
         prefilter_rank = ranks.get("prefilter")
         row[col["prefilter_rank_log"]] = log(prefilter_rank) if prefilter_rank is not None else missing_rank
+        section_rank = ranks.get("section")
+        row[col["section_rank_log"]] = log(section_rank) if section_rank is not None else missing_rank
         vote = memory.get(d)
         if vote:
             row[col["memory_vote"]] = vote.vote
@@ -260,7 +290,66 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext) -> np.ndarray:
             row[col["same_law_top10"]] = top_law_share.get(law, 0.0)
             if top_headings and doc.heading:
                 row[col["same_heading_top10"]] = top_headings[doc.heading] / len(top_ids)
+        if issues:
+            _issue_columns(row, hit, issues, law, doc.block, missing_rank)
+        else:
+            _single_issue_columns(row, hit)
+        cocited = cocitation.get(d)
+        if cocited is not None:
+            row[col["cocite_support"]], row[col["cocite_max"]] = cocited
     return np.asarray(rows, dtype=np.float32)
+
+
+_ISSUE_COPIES = tuple((_COL[a], _COL[b]) for a, b in (
+    ("issue_rank_log", "hybrid_rank_log"), ("issue_law_logp", "law_logp"), ("issue_section_logp", "section_logp"),
+    ("issue_memory_vote", "memory_vote"), ("issue_memory_rank_log", "memory_rank_log"),
+    ("issue_prefilter_rank_log", "prefilter_rank_log"), ("issue_section_rank_log", "section_rank_log")))
+_ISSUE_LISTS = {"": _COL["issue_rank_log"], "_memory": _COL["issue_memory_rank_log"],
+                "_prefilter": _COL["issue_prefilter_rank_log"], "_section": _COL["issue_section_rank_log"]}
+"""Suffix of an issue's list in ``hit.ranks`` (``issue<j><suffix>``) → the column of its best rank."""
+_ISSUE_COUNT = _COL["issue_count"]
+_ISSUE_COVER = _COL["issue_cover"]
+
+
+def _single_issue_columns(row: list[float], hit: Hit) -> None:
+    """The issue columns of a one-issue question: the whole question's own values."""
+    for target, source in _ISSUE_COPIES:
+        row[target] = row[source]
+    row[_ISSUE_COUNT] = 1.0
+    row[_ISSUE_COVER] = 1.0 if "hybrid" in hit.ranks else 0.0
+
+
+def _issue_columns(row: list[float], hit: Hit, issues: Sequence[IssueContext], law: str, block: str | None,
+                   missing_rank: float) -> None:
+    """The issue columns of a multi-issue question: per column, the best value over the issues."""
+    col = _COL
+    log = math.log
+    ranks = hit.ranks
+    best: dict[str, int] = {}
+    found = 0
+    law_logp = section_logp = -math.inf
+    vote = 0.0
+    for j, issue in enumerate(issues):
+        if f"issue{j}" in ranks:
+            found += 1
+        for kind in _ISSUE_LISTS:
+            rank = ranks.get(f"issue{j}{kind}")
+            if rank is not None and rank < best.get(kind, rank + 1):
+                best[kind] = rank
+        law_logp = max(law_logp, log(issue.law_probabilities.get(law, 0.0) + _EPS))
+        section_p = issue.section_probabilities.get(block, 0.0) if block is not None else 0.0
+        section_logp = max(section_logp, log(section_p + _EPS))
+        memory_vote = issue.memory.get(hit.doc_id)
+        if memory_vote is not None:
+            vote = max(vote, memory_vote.vote)
+    row[col["issue_count"]] = float(len(issues))
+    row[col["issue_cover"]] = found / len(issues)
+    row[col["issue_law_logp"]] = law_logp
+    row[col["issue_section_logp"]] = section_logp
+    row[col["issue_memory_vote"]] = vote
+    for kind, column in _ISSUE_LISTS.items():
+        rank = best.get(kind)
+        row[column] = log(rank) if rank is not None else missing_rank
 
 
 def _agent_columns(row: list[float], hit: Hit, missing_rank: float) -> None:

@@ -5,8 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from service.agents.prefilter import LawClassifier, LawPrediction, LlmLawPredictor, _features, prefilter_laws
+from service.agents.prefilter import (
+    LawClassifier,
+    LawPrediction,
+    LlmLawPredictor,
+    _features,
+    prefilter_laws,
+    prefilter_sections,
+    section_filter,
+)
 from service.config import LlmSettings
+from service.corpus.graph import CorpusGraph
+from service.corpus.model import Filters, LegalDoc
 from service.llm.budget import CallBudget
 from service.llm.client import LlmClient
 from tests.support.openai_server import OpenAITestServer, Reply
@@ -73,6 +83,17 @@ def test_prefilter_takes_laws_up_to_the_mass_and_widens_when_unsure() -> None:
 
 def _client(server: OpenAITestServer) -> LlmClient:
     return LlmClient(LlmSettings(base_url=server.base_url, model="m", timeout_s=2, max_retries=0))
+
+
+def test_section_pass_takes_sections_up_to_the_mass_and_filters_by_citation() -> None:
+    assert prefilter_sections({"BGB#13": 0.4, "BGB#14": 0.3, "BGB#2": 0.1}) == ["BGB#13", "BGB#14"]
+    assert prefilter_sections({"a": 0.1, "b": 0.1, "c": 0.1, "d": 0.1}) == ["a", "b", "c"]
+    assert prefilter_sections({}) == []
+    graph = CorpusGraph.build([LegalDoc(id=f"b{i}", citation=f"§ {i} BGB", text="T", law="BGB") for i in range(1, 45)])
+    narrowed = section_filter(graph, ["BGB#1"], Filters.of(lang="de"))
+    assert narrowed is not None and dict(narrowed.terms)["lang"] == ("de",)
+    assert dict(narrowed.terms)["citation"] == tuple(f"§ {i} BGB" for i in range(41, 45))
+    assert section_filter(graph, ["BGB#7"], None) is None
 
 
 def test_llm_law_prediction_reweights_the_offline_ranking(openai_server: OpenAITestServer) -> None:

@@ -35,6 +35,13 @@ def test_articles_are_ordered_by_number_within_their_law(graph: CorpusGraph) -> 
     assert sorted(graph.laws()) == ["OR", "ZGB"] and len(graph) == 5 and "or-1" in graph
 
 
+def test_sections_list_their_articles_and_citations_are_kept(graph: CorpusGraph) -> None:
+    assert list(graph.section_articles("OR#0")) == ["or-1", "or-2", "or-2a", "or-3"]
+    assert list(graph.section_articles("OR#1")) == [] and list(graph.section_articles("OR")) == []
+    assert graph.citation("or-2a") == "Art. 2a OR" and graph.citation("missing") == ""
+    assert graph.without_citations().citation("zgb-1") == "Art. 1 ZGB"
+
+
 def test_neighbours_stay_inside_the_law_nearest_first(graph: CorpusGraph) -> None:
     assert graph.neighbours("or-2") == ["or-1", "or-2a"]
     assert graph.neighbours("or-1") == ["or-2"]

@@ -60,11 +60,32 @@ def test_offline_without_models_answers_with_the_full_trace(runtime: Runtime) ->
     assert trace["reranker"]["name"] == "none" and "no trained reranker" in trace["reranker"]["note"]
     assert trace["models"].startswith("none")
     assert trace["rounds"] >= 1 and trace["agents"][0]["steps"]
-    decompose = [s for r in trace["agents"] for s in r["steps"] if s["agent"] == "decompose"]
-    assert decompose and decompose[0]["rewrites"] == 2 and decompose[0]["mode"] == "offline"
-    assert {"retrieve", "total", "features", "rerank"} <= set(trace["timings_ms"])
+    # Two issues, searched one by one before the rounds; decomposition does not run again in them.
+    assert trace["issues"]["count"] == 2 and trace["issues"]["mode"] == "offline"
+    assert [i["hits"] > 0 for i in trace["issues"]["issues"]] == [True, True]
+    assert "decompose" not in {s["agent"] for r in trace["agents"] for s in r["steps"]}
+    assert {"retrieve", "total", "features", "rerank", "issues"} <= set(trace["timings_ms"])
     assert any(p.agent == "hybrid" for h in response.hits for p in h.provenance)
     assert trace["candidates"] >= len(response.hits)
+
+
+def test_each_issue_gets_its_own_candidates(runtime: Runtime) -> None:
+    pipe = runtime.pipeline("agentic")
+    assert isinstance(pipe, AgenticPipeline)
+    state = pipe.start(_request())
+    assert [i["text"] for i in state.issues] == ["用人单位辞退员工未通知工会是否属于违法解除？",
+                                                 "另外，劳动者违法解除劳动合同要赔偿吗？"]
+    ranked = {j: [h.doc_id for h in state.pool.values() if f"issue{j}" in h.ranks] for j in (0, 1)}
+    assert ranked[0] and ranked[1]
+    # Without quotas the issues only rank what the first retrieval found.
+    without = pipe.start(_request(quotas="0"))
+    assert len(without.pool) <= len(state.pool) and without.issues
+    assert all("hybrid" in h.ranks or "memory" in h.ranks or "prefilter" in h.ranks for h in without.pool.values())
+    # With issues off, decomposition is a round agent again.
+    trace = pipe.run(_request(issues="0")).trace
+    assert trace["issues"] is None
+    decompose = [s for r in trace["agents"] for s in r["steps"] if s["agent"] == "decompose"]
+    assert decompose and decompose[0]["rewrites"] == 2 and decompose[0]["mode"] == "offline"
 
 
 def test_articles_the_question_cites_join_the_pool(runtime: Runtime) -> None:
@@ -97,6 +118,8 @@ def test_options_accept_cli_strings_and_reject_bad_values() -> None:
                                    "hyde": "false", "citations": "1", "reranker": "none", "other": "x"}, defaults)
     assert parsed == AgenticOptions(reranker="none", agents=("terminology", "repair"), max_rounds=2, prefilter=False,
                                     hyde=False, citations=True)
+    assert AgenticOptions.parse({"issues": "0", "quotas": "no", "cocitation": "false"}, defaults) == AgenticOptions(
+        issues=False, quotas=False, cocitation=False)
     assert AgenticOptions.parse({"agents": ["decompose"], "prefilter": True}, defaults).agents == ("decompose",)
     assert AgenticOptions.from_json(parsed.to_json()) == parsed
     for bad in ({"reranker": "magic"}, {"agents": "terminology,wizard"}, {"max_rounds": "9"}, {"max_rounds": "x"},
@@ -208,3 +231,30 @@ def test_llm_failures_fall_back_everywhere(backend, use_embedder, openai_server:
     assert trace["planner"][0]["fallback"] == "http_500"
     assert all(s["mode"] == "offline" for r in trace["agents"] for s in r["steps"])
     assert trace["llm_calls"] <= runtime.settings.llm.max_calls_per_query
+
+
+def test_llm_sub_questions_are_searched_as_issues(backend, use_embedder, openai_server: OpenAITestServer) -> None:
+    subs = ["用人单位 辞退 员工 通知 工会", "劳动者 违法 解除 劳动合同 赔偿"]
+
+    def answer(request: dict[str, Any]) -> dict[str, Any]:
+        if "Your task: decomposition" in request["messages"][0]["content"]:
+            return {"queries": subs}
+        return _answer(request)
+
+    openai_server.default_chat = answer
+    pipe = _llm_runtime(backend, use_embedder, openai_server).pipeline("agentic")
+    assert isinstance(pipe, AgenticPipeline)
+    state = pipe.start(_request())
+    assert [i["text"] for i in state.issues] == subs and state.trace["issues"]["mode"] == "llm"
+    assert all(any(f"issue{j}" in h.ranks for h in state.pool.values()) for j in (0, 1))
+    assert "decompose" not in (pipe.plan(state) or [])
+    trace = pipe.run(_request()).trace
+    assert trace["issues"]["count"] == 2 and [i["text"] for i in trace["issues"]["issues"]] == subs
+
+
+def test_failed_llm_decomposition_falls_back_to_the_offline_issues(backend, use_embedder,
+                                                                   openai_server: OpenAITestServer) -> None:
+    openai_server.default_chat = None  # every call answers 500
+    trace = _llm_runtime(backend, use_embedder, openai_server).pipeline("agentic").run(_request()).trace
+    assert trace["issues"]["mode"] == "offline" and trace["issues"]["fallback"] == "http_500"
+    assert trace["issues"]["count"] == 2

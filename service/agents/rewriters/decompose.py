@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from service.agents.base import AgentName, Evidence, OfflineRewriter, Rewrite, RewriteOutput
+from service.agents.base import AgentName, Evidence, OfflineRewriter, Rewrite, RewriteOutput, Rewriter
 from service.agents.rewriters._llm import LlmRewriter
 from service.corpus.model import Query
 from service.llm.client import LlmClient
@@ -80,5 +80,5 @@ class OfflineDecomposeRewriter(OfflineRewriter):
 class LlmDecomposeRewriter(LlmRewriter):
     """Single-issue sub-queries written by the LLM; offline splitting on failure."""
 
-    def __init__(self, client: LlmClient, offline: OfflineDecomposeRewriter) -> None:
+    def __init__(self, client: LlmClient, offline: Rewriter) -> None:
         super().__init__(AgentName.DECOMPOSE.value, client, offline, max_queries=4)

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Write the joined-question proxy of multi-issue questions (issue 12) as a dataset folder.
+
+Two or three questions of one split (never the training split) about different areas of law are
+asked as one question whose gold set is the union of theirs (``service.corpus.joined``). The
+folder gets split ``joined``, split ``single`` (the same parts asked alone) and ``parts.tsv``, so
+that a benchmark can compare a pipeline on both.
+
+Usage (the folders the benchmarks read)::
+
+    python scripts/make_joined_proxy.py --data data/stard-split --split dev --avoid fit \
+        --pairs 100 --triples 60 --max-uses 2 --seed 7 --out /work/data/stard-joined
+    python scripts/make_joined_proxy.py --data data/gerlayqa-split --split dev --avoid fit \
+        --pairs 200 --triples 100 --max-uses 1 --seed 7 --out /work/data/gerlayqa-joined
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+
+from service.corpus.datasets import Dataset, load_corpus
+from service.corpus.graph import CorpusGraph
+from service.corpus.joined import draw_joined, singles_of, write_joined
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True, help="dataset folder")
+    parser.add_argument("--split", required=True, help="split the parts come from, e.g. dev")
+    parser.add_argument("--avoid", default="", help="comma list of splits whose question texts may not be parts "
+                                                   "(the training split)")
+    parser.add_argument("--pairs", type=int, default=100, help="joined questions of two parts")
+    parser.add_argument("--triples", type=int, default=60, help="joined questions of three parts")
+    parser.add_argument("--max-uses", type=int, default=1, help="how often one question may be a part")
+    parser.add_argument("--max-chars", type=int, default=8000, help="longest joined question")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--out", required=True, help="folder to write (outside the repository)")
+    args = parser.parse_args(argv)
+    dataset = Dataset(args.data)
+    avoid = [s.strip() for s in args.avoid.split(",") if s.strip()]
+    for name in [args.split, *avoid]:
+        dataset.queries(name)  # a missing split fails here, before the corpus is read
+    if args.split in avoid:
+        parser.error("--split may not be one of --avoid")
+    graph = CorpusGraph.build(load_corpus(dataset))
+    singles = singles_of(dataset, args.split, graph, avoid=avoid)
+    language = dataset.language
+    uses: Counter[str] = Counter()
+    joined = draw_joined(singles, arity=3, count=args.triples, seed=args.seed, language=language,
+                         max_uses=args.max_uses, max_chars=args.max_chars, uses=uses)
+    joined += draw_joined(singles, arity=2, count=args.pairs, seed=args.seed + 1, language=language,
+                          max_uses=args.max_uses, max_chars=args.max_chars, uses=uses)
+    sizes = write_joined(dataset, singles, joined, args.out, source=args.split,
+                         settings={"avoid": avoid, "pairs": args.pairs, "triples": args.triples,
+                                   "max_uses": args.max_uses, "max_chars": args.max_chars, "seed": args.seed})
+    arity = Counter(len(j.parts) for j in joined)
+    print(f"wrote {args.out}: {sizes['joined']} joined questions ({arity[2]} of two parts, {arity[3]} of three) "
+          f"from {sizes['single']} questions of {args.split}")
+    if arity[2] < args.pairs or arity[3] < args.triples:
+        print("note: fewer joined questions than asked; the split has too few questions of different areas",
+              file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

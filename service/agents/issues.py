@@ -1,0 +1,202 @@
+"""Issue segmentation: the legal issues a question raises, each a contiguous span of it.
+
+A question that raises several issues ("I was dismissed, can I get severance? And my landlord
+keeps the deposit, what can I do?") needs the statutes of each. Searched as a whole, the
+strongest issue crowds out the others; searched per issue, each gets its own candidates (see
+:mod:`service.pipelines.issue_pool`).
+
+Offline, the question is cut into *units* (sentences; for Chinese also the clauses between
+commas). Each run of units that ends in a question (a question mark or, in Chinese, a question
+word such as 吗, 怎么, 如何, 是否) becomes a candidate issue; units after the last question join
+it. Adjacent candidates are then merged while they concern the same topic:
+
+- a candidate too short to search alone joins its neighbour (a follow-up like "怎么设立?");
+- with a trained law/section classifier, two neighbours on one topic are one issue: the cosine of
+  what their terms say about each section (the classifier's term evidence, without its section
+  prior, which would make every span look alike) is at least :data:`SAME_TOPIC`;
+- at most :data:`MAX_ISSUES` issues remain (the most similar neighbours merge first).
+
+A single-issue question gives one issue: the whole question.
+
+Example::
+
+    segment_issues("我被公司辞退了能要补偿吗，房东不退押金怎么办？", "zh")
+    # [Issue(text='我被公司辞退了能要补偿吗', ...), Issue(text='房东不退押金怎么办？', ...)]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Self
+
+import numpy as np
+
+from service.agents.base import AgentName, Evidence, OfflineRewriter, Rewrite, RewriteOutput, TrainedParts
+from service.analysis.chain import analyzer_for
+from service.corpus.model import Query
+
+MAX_ISSUES = 3
+SAME_TOPIC = 0.4
+"""Topic cosine at and above which two neighbouring spans are one issue (tuned cross-fitted on
+questions joined from the STARD and GerLayQA training splits: scripts/tune_issues.py; the boundary
+F1 is flat from 0.3 to 0.5 on STARD and peaks at 0.3 to 0.4 on GerLayQA)."""
+MIN_CHARS = {"zh": 8, "default": 60}
+"""A span shorter than this (characters) is never an issue of its own."""
+
+_UNIT_ZH = re.compile(r"(?<=[？?！!。；;])|(?<=[，,])")
+_UNIT_LATIN = re.compile(r"(?<=[?!;])\s+|(?<=[.])\s+(?=[A-ZÄÖÜÀ-Ý0-9])|\s+(?=\d\s?[.)]\s)")
+_QUESTION_ZH = re.compile(
+    r"[？?]|吗|么|什么|怎么|怎样|如何|能否|可否|是否|哪|谁|多少|多久|多长|几[个年天月次]|为何|为什么|有没有|能不能|"
+    r"可不可以|要不要|该不该|会不会|有哪些|区别")
+_QUESTION_LATIN = re.compile(r"\?")
+
+Topic = Callable[[str], np.ndarray]
+"""A text's topic vector (e.g. the law classifier's term evidence per section); spans are compared by cosine."""
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One issue: its text and where it lies in the question (``start``/``end`` character offsets)."""
+
+    text: str
+    start: int
+    end: int
+
+
+def units_of(text: str, language: str) -> list[tuple[int, int]]:
+    """Character spans of the question's units (sentences; Chinese clauses), blanks excluded."""
+    pattern = _UNIT_ZH if language == "zh" else _UNIT_LATIN
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for match in pattern.finditer(text):  # each match separates two units (zero-width after punctuation)
+        if match.start() > start:
+            spans.append((start, match.start()))
+        start = max(start, match.end())
+    spans.append((start, len(text)))
+    out = []
+    for a, b in spans:
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if b > a:
+            out.append((a, b))
+    return out
+
+
+def asks(unit: str, language: str) -> bool:
+    """Whether a unit asks something (question mark; Chinese question words)."""
+    return bool((_QUESTION_ZH if language == "zh" else _QUESTION_LATIN).search(unit))
+
+
+def _min_chars(language: str) -> int:
+    return MIN_CHARS.get(language, MIN_CHARS["default"])
+
+
+def _cosine(p: np.ndarray, q: np.ndarray) -> float:
+    """Cosine of two topic vectors; 1 when either is empty (a span without known terms has no topic
+    of its own, so it stays with its neighbour)."""
+    norm = float(np.linalg.norm(p) * np.linalg.norm(q))
+    return float(p @ q) / norm if norm > 0 else 1.0
+
+
+def question_spans(text: str, language: str) -> list[list[int]]:
+    """Candidate issues: runs of units that each end in a question (``[start, end]`` offsets); units
+    after the last question join the last run. One span (the whole text) when nothing asks."""
+    units = units_of(text, language)
+    if not units:
+        return []
+    spans: list[list[int]] = []
+    open_start: int | None = None
+    for a, b in units:
+        if open_start is None:
+            open_start = a
+        if asks(text[a:b], language):
+            spans.append([open_start, b])
+            open_start = None
+    if open_start is not None:
+        if spans:
+            spans[-1][1] = units[-1][1]
+        else:
+            spans.append([open_start, units[-1][1]])
+    return spans
+
+
+def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_issues: int = MAX_ISSUES,
+                   same_topic: float = SAME_TOPIC) -> list[Issue]:
+    """The question's issues, in order (one issue, the whole question, when it raises one)."""
+    spans = question_spans(text, language)
+    if len(spans) < 2:
+        return [Issue(text[a:b], a, b) for a, b in spans]
+    shortest = _min_chars(language)
+    topics: list[np.ndarray | None] = [None] * len(spans)
+
+    def topic_of(i: int) -> np.ndarray | None:
+        if topic is None:
+            return None
+        if topics[i] is None:
+            topics[i] = topic(text[spans[i][0]:spans[i][1]])
+        return topics[i]
+
+    def merge(i: int) -> None:  # span i absorbs span i + 1
+        spans[i][1] = spans[i + 1][1]
+        del spans[i + 1]
+        del topics[i + 1]
+        topics[i] = None
+
+    changed = True
+    while changed and len(spans) > 1:
+        changed = False
+        for i, (a, b) in enumerate(spans):
+            if b - a < shortest:
+                merge(i - 1 if i > 0 else i)
+                changed = True
+                break
+    if topic is not None:
+        while len(spans) > 1:
+            sims = [_cosine(topic_of(i), topic_of(i + 1)) for i in range(len(spans) - 1)]  # type: ignore[arg-type]
+            best = int(np.argmax(sims))
+            if sims[best] < same_topic and len(spans) <= max_issues:
+                break
+            merge(best)
+    while len(spans) > max_issues:  # no topic model: merge the shortest neighbours first
+        i = min(range(len(spans) - 1), key=lambda j: spans[j + 1][1] - spans[j][0])
+        merge(i)
+    return [Issue(text[a:b], a, b) for a, b in spans]
+
+
+def topic_of(classifier: Any, language: str) -> Topic | None:
+    """The segmenter's topic function: what a span's terms say about each section (the law
+    classifier's :meth:`~service.agents.prefilter.LawClassifier.term_evidence`), or ``None`` without
+    a classifier or a language."""
+    if classifier is None or not language:
+        return None
+    analyzer = analyzer_for(language)
+    return lambda text: classifier.term_evidence(analyzer.tokens(text))
+
+
+class OfflineIssueRewriter(OfflineRewriter):
+    """The decomposition agent's offline issues: one rewrite per issue, none for a one-issue question.
+
+    The LLM counterpart is :class:`~service.agents.rewriters.decompose.LlmDecomposeRewriter` with this
+    rewriter as its fallback, so both paths hand the issue search the same kind of sub-questions.
+    """
+
+    agent = AgentName.DECOMPOSE.value
+
+    def __init__(self, topic: Topic | None = None, *, max_issues: int = MAX_ISSUES) -> None:
+        self.topic = topic
+        self.max_issues = max_issues
+
+    @classmethod
+    def from_models(cls, models: TrainedParts | None) -> Self:
+        """With a model folder, the law classifier is the topic model."""
+        return cls(topic_of(models.law_classifier, models.language) if models is not None else None)
+
+    def rewrite(self, query: Query, evidence: Evidence) -> RewriteOutput:
+        issues = segment_issues(query.text, evidence.language, self.topic, max_issues=self.max_issues)
+        if len(issues) < 2:
+            return RewriteOutput([])
+        return RewriteOutput([Rewrite(text=i.text, agent=self.agent, round=evidence.round) for i in issues])

@@ -1,0 +1,99 @@
+"""Joined multi-issue questions: areas of law, joining texts, drawing with constraints, the folder."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from service.corpus.datasets import Dataset
+from service.corpus.graph import CorpusGraph
+from service.corpus.joined import Single, area_of, draw_joined, join_texts, read_parts, singles_of, write_joined
+from service.corpus.model import LegalDoc
+
+pytestmark = pytest.mark.unit
+
+
+def _graph() -> CorpusGraph:
+    return CorpusGraph.build([
+        LegalDoc(id="BGB_433", citation="§ 433 BGB", text="Kauf.", law="BGB"),
+        LegalDoc(id="BGB_535", citation="§ 535 BGB", text="Miete.", law="BGB"),
+        LegalDoc(id="BGB_1922", citation="§ 1922 BGB", text="Erbfolge.", law="BGB"),
+        LegalDoc(id="BGB_241a", citation="§ 241a BGB", text="Unbestellte Leistungen.", law="BGB"),
+        LegalDoc(id="z1", citation="中华人民共和国民法典第一千零四十条", text="婚姻。", law="中华人民共和国民法典"),
+        LegalDoc(id="z2", citation="中华人民共和国劳动合同法第四十六条", text="补偿。", law="中华人民共和国劳动合同法"),
+    ])
+
+
+def test_areas_are_laws_and_the_divisions_of_large_codes() -> None:
+    graph = _graph()
+    assert area_of(graph, "BGB_433") == "BGB / Kauf, Tausch"
+    assert area_of(graph, "BGB_535") == "BGB / Miete, Pacht, Leihe, Sachdarlehen"
+    assert area_of(graph, "BGB_1922") == "BGB / Erbrecht"
+    assert area_of(graph, "BGB_241a") == "BGB / Schuldrecht, allgemeiner Teil"
+    assert area_of(graph, "z1") == "中华人民共和国民法典 / 婚姻家庭编"
+    assert area_of(graph, "z2") == "中华人民共和国劳动合同法"
+    assert area_of(graph, "missing") == ""
+
+
+def test_joining_keeps_every_part_and_records_the_joiners() -> None:
+    rng = random.Random(0)
+    seen = set()
+    for _ in range(40):
+        text, joiners = join_texts(["公司辞退我能要补偿吗？", "房东不退押金怎么办？"], "zh", rng)
+        assert "公司辞退我能要补偿吗" in text and text.endswith("房东不退押金怎么办？") and len(joiners) == 1
+        seen.update(joiners)
+    assert seen == {"sequence", "另外", "还有", "semicolon", "comma"}
+    text, _ = join_texts(["Hallo, mein Vermieter behält die Kaution. Darf er das? Mit freundlichen Grüßen Anna",
+                          "Guten Tag, ich wurde gekündigt. Was nun? Vielen Dank"], "de", random.Random(1))
+    assert text.startswith("Hallo, mein Vermieter") and text.endswith("Vielen Dank")
+    assert "Grüßen Anna" not in text and "Guten Tag" not in text and "Ich wurde gekündigt." in text
+
+
+def _singles() -> list[Single]:
+    areas = ["A", "A", "B", "B", "C", "C", "D", "E"]
+    return [Single(f"q{i}", f"问题{i}怎么办？", frozenset({f"d{i}"}), frozenset({a})) for i, a in enumerate(areas)]
+
+
+def test_drawn_parts_have_disjoint_areas_and_respect_the_use_limit() -> None:
+    singles = _singles()
+    areas = {s.qid: s.areas for s in singles}
+    uses: Counter[str] = Counter()
+    triples = draw_joined(singles, arity=3, count=2, seed=3, language="zh", uses=uses)
+    pairs = draw_joined(singles, arity=2, count=5, seed=4, language="zh", uses=uses)
+    assert len(triples) == 2 and 1 <= len(pairs) <= 5
+    for joined in triples + pairs:
+        covered = [a for q in joined.parts for a in areas[q]]
+        assert len(covered) == len(set(covered)) and joined.gold == {f"d{q[1:]}" for q in joined.parts}
+    assert max(uses.values()) == 1 and sum(uses.values()) == 6 + 2 * len(pairs)
+    again = draw_joined(singles, arity=3, count=2, seed=3, language="zh")
+    assert [j.text for j in again] == [j.text for j in triples]
+
+
+def test_write_joined_makes_a_dataset_folder(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "corpus.jsonl").write_text(
+        "".join(json.dumps({"id": f"d{i}", "citation": f"Art. {i}", "text": "T", "law": "L"}) + "\n" for i in range(8)),
+        encoding="utf-8")
+    (source / "dataset.json").write_text(json.dumps({"name": "toy", "language": "zh"}), encoding="utf-8")
+    (source / "queries.dev.tsv").write_text("".join(f"q{i}\t问题{i}怎么办？\n" for i in range(8)), encoding="utf-8")
+    (source / "qrels.dev.tsv").write_text("".join(f"q{i}\t0\td{i}\t1\n" for i in range(8)), encoding="utf-8")
+    (source / "queries.fit.tsv").write_text("f1\t问题7怎么办？\n", encoding="utf-8")
+    dataset = Dataset(source)
+    graph = CorpusGraph.build(dataset.corpus())
+    singles = singles_of(dataset, "dev", graph, avoid=["fit"])
+    assert "q7" not in {s.qid for s in singles}  # its text is also a training question
+    singles = [Single(s.qid, s.text, s.gold, frozenset({s.qid})) for s in singles]  # one area each
+    joined = draw_joined(singles, arity=2, count=3, seed=0, language="zh")
+    sizes = write_joined(dataset, singles, joined, tmp_path / "out", source="dev", settings={"seed": 0})
+    out = Dataset(tmp_path / "out")
+    assert sizes == {"joined": 3, "single": 6} and out.splits() == ["joined", "single"]
+    assert {q.qid for q in out.queries("joined")} == {j.qid for j in joined}
+    parts = read_parts(tmp_path / "out" / "parts.tsv")
+    for j in joined:
+        assert parts[j.qid] == j.parts and out.qrels("joined")[j.qid] == set(j.gold)
+    assert (tmp_path / "out" / "corpus.jsonl").is_symlink() and out.meta["derived_from"]["seed"] == 0
