@@ -387,7 +387,8 @@ def check_inputs(settings: Settings, dataset: Dataset, split: str, out: str | Pa
                  calibration: CalibrationTargets | None = None, calibration_questions: int = 0) -> None:
     """Check everything that can be checked before the long work starts.
 
-    The split must exist and hold at least ``folds`` questions with gold articles, none of them
+    ``calibration_questions`` must be 0 (all) or at least ``folds`` (one question per fold). The split
+    must exist and hold at least ``folds`` questions with gold articles, none of them
     longer than the query limit (``retrieval.max_query_chars``: training runs each question as a
     search, and a search refuses longer ones); ``out`` must be a new or model folder that can be
     written.
@@ -399,6 +400,10 @@ def check_inputs(settings: Settings, dataset: Dataset, split: str, out: str | Pa
         raise InvalidInput(f"--folds must be between 2 and 20, got {folds}")
     if calibration_questions < 0:
         raise InvalidInput(f"--calibration-questions must be 0 (all) or more, got {calibration_questions}")
+    if calibration is not None and 0 < calibration_questions < folds:
+        # Fewer questions than folds would round every fold's share of the sample to nothing.
+        raise InvalidInput(f"--calibration-questions must be 0 (all) or at least --folds ({folds}), "
+                           f"got {calibration_questions}")
     if calibration is not None and calibration.problems():
         raise InvalidInput("; ".join(calibration.problems()) + " (--recall-target, --latency-budget, --confidence)")
     if split not in dataset.splits():

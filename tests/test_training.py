@@ -227,6 +227,7 @@ def test_no_calibrate_stores_no_routing(trained, tmp_path: Path) -> None:
     ("folds", "--folds must be between 2 and 20"),
     ("targets", "latency budget"),
     ("questions", "--calibration-questions must be 0"),
+    ("sample", r"at least --folds \(2\), got 1"),
 ])
 def test_inputs_are_checked_before_any_long_work(tmp_path: Path, case: str, message: str) -> None:
     limit = 40 if case == "long" else 8000
@@ -251,7 +252,7 @@ def test_inputs_are_checked_before_any_long_work(tmp_path: Path, case: str, mess
     runtime = Runtime(settings)  # no embedder or backend is built before the checks pass
     with pytest.raises(InvalidInput, match=message):
         train_models(runtime, dataset, split, out, folds=folds, calibration=targets,
-                     calibration_questions=-1 if case == "questions" else 300)
+                     calibration_questions={"questions": -1, "sample": 1}.get(case, 300))
     assert not (tmp_path / "indices").exists() and not runtime._embedders and runtime._backend is None
 
 

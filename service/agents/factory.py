@@ -15,6 +15,8 @@ Example::
 from __future__ import annotations
 
 import threading
+import weakref
+from collections.abc import Callable
 
 from service.agents.base import Planner, Rewriter, TrainedParts
 from service.agents.issues import OfflineIssueRewriter
@@ -33,7 +35,10 @@ class AgentFactory:
 
     def __init__(self, llm: LlmClient | None) -> None:
         self.llm = llm
-        self._rewriters: dict[tuple[str, int], Rewriter] = {}
+        # (agent or "issues", id(models)) -> (what gives the models back, the rewriter). An id is reused once its
+        # object is gone (training makes one model set per fold), so a hit counts only while the
+        # models it was built for are the ones asked about.
+        self._rewriters: dict[tuple[str, int], tuple[Callable[[], object], Rewriter]] = {}
         self._lock = threading.Lock()
 
     def rewriter(self, agent: str, models: TrainedParts | None) -> Rewriter:
@@ -42,35 +47,48 @@ class AgentFactory:
         Raises:
             InvalidInput: for an unknown agent name.
         """
-        key = (agent, id(models))
-        with self._lock:
-            cached = self._rewriters.get(key)
-        if cached is not None:
-            return cached
-        plugin = REWRITERS.entry(agent)
-        rewriter: Rewriter = plugin.load().from_models(models)
-        if self.llm is not None:
-            rewriter = plugin.load_llm()(self.llm, rewriter)
-        with self._lock:
-            self._rewriters[key] = rewriter
-        return rewriter
+        def build() -> Rewriter:
+            plugin = REWRITERS.entry(agent)
+            rewriter: Rewriter = plugin.load().from_models(models)
+            return plugin.load_llm()(self.llm, rewriter) if self.llm is not None else rewriter
+
+        return self._kept(agent, models, build)
 
     def issues(self, models: TrainedParts | None) -> Rewriter:
         """The issue segmenter for ``models``: the LLM's decomposition when configured (falling back to
         the offline segmentation), else the offline segmentation (:mod:`service.agents.issues`)."""
-        key = ("issues", id(models))
+        def build() -> Rewriter:
+            rewriter: Rewriter = OfflineIssueRewriter.from_models(models)
+            return LlmDecomposeRewriter(self.llm, rewriter) if self.llm is not None else rewriter
+
+        return self._kept("issues", models, build)
+
+    def _kept(self, name: str, models: TrainedParts | None, build: Callable[[], Rewriter]) -> Rewriter:
+        """The rewriter called ``name`` for ``models``, built once per model set."""
+        key = (name, id(models))
         with self._lock:
             cached = self._rewriters.get(key)
-        if cached is not None:
-            return cached
-        rewriter: Rewriter = OfflineIssueRewriter.from_models(models)
-        if self.llm is not None:
-            rewriter = LlmDecomposeRewriter(self.llm, rewriter)
+        if cached is not None and cached[0]() is models:
+            return cached[1]
+        rewriter = build()
+        owner = _owner(models)
         with self._lock:
-            self._rewriters[key] = rewriter
+            # Drop the rewriters of model sets that are gone, then keep this one.
+            self._rewriters = {k: v for k, v in self._rewriters.items() if k[1] == id(None) or v[0]() is not None}
+            self._rewriters[key] = (owner, rewriter)
         return rewriter
 
     def planner(self, models: TrainedParts | None) -> Planner:
         """The planner over the folder's policy (fixed rules without one); the LLM asks first when configured."""
         offline = OfflinePlanner(models.planner if models else None)
         return LlmPlanner(self.llm, offline) if self.llm is not None else offline
+
+
+def _owner(models: TrainedParts | None) -> Callable[[], object]:
+    """What gives ``models`` back while they exist (a weak reference: the cache keeps no model set alive)."""
+    if models is None:
+        return lambda: None
+    try:
+        return weakref.ref(models)
+    except TypeError:  # an object without weak references: keep it
+        return lambda: models

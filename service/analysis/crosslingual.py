@@ -50,8 +50,8 @@ def bm25_query_weights(query: str, languages: Sequence[str], lang: str = "") -> 
 
     ``lang`` is the question's language when the caller knows it ('' = detect). A question in one of
     ``languages`` is analysed in it; one in another language is translated through a glossary into the
-    first of ``languages`` that has one; without a glossary it is analysed as the index language it
-    resembles most, as before.
+    first of ``languages`` that has one. Without a glossary it is analysed in ``lang`` when the caller
+    gave one, else as the index language it resembles most, as before.
     """
     languages = tuple(languages) or ("en",)
     asked = lang or detect_language(query)

@@ -53,10 +53,12 @@ class WorkRule:
         """``"meta.law_de,meta.article"`` or a list of field paths.
 
         Raises:
-            ValueError: for an empty rule.
+            ValueError: for an empty rule, or a field that is not a string.
         """
         parts = spec.split(",") if isinstance(spec, str) else list(spec)
-        fields = tuple(p.strip() for p in parts if str(p).strip())
+        if not all(isinstance(p, str) for p in parts):
+            raise ValueError(f"a work key lists field paths as strings, got {list(parts)!r}")
+        fields = tuple(p.strip() for p in parts if p.strip())
         if not fields:
             raise ValueError("a work key needs at least one field, e.g. meta.law_de,meta.article")
         return cls(fields)

@@ -20,7 +20,7 @@ COMPLEXITY_DIMENSIONS = (
     "conditional_density",
 )
 """The five CoAL-RAG intrinsic-complexity dimensions the ``complexity`` prompt rates, each 0..1
-(the same names and order as ``service.routing.complexity.DIMENSION_NAMES``)."""
+(``service.routing.complexity.DIMENSION_NAMES`` is this tuple)."""
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:

@@ -10,8 +10,9 @@ Data flow of one search::
     ->  score-cliff cut  ->  response (hits, returned, trace)
 
 The probe is handed to the strategy (``run_with_probe``), so BM25 and kNN run once per question.
-A strategy whose pipeline is not registered (the agents package missing) falls back to tier 0's
-hybrid fusion, and the trace says so.
+A strategy whose pipeline is unknown (``routing.tiers`` names one that is neither built in nor
+registered by an ``api.pipeline_modules`` module) falls back to tier 0's hybrid fusion, and the
+trace says so.
 
 ``SearchRequest.options`` understood here (strings from the CLI are parsed):
 

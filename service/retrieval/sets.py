@@ -1,6 +1,6 @@
 """Citation sets: how many hits of a ranking form the answer.
 
-A legal answer is a set of citations, and the competitions score it by the F1 of that set. Three
+A legal answer is a set of citations, and the competitions score it by the F1 of that set. Four
 ways of choosing the set, each a :class:`SetChoice` with a name:
 
 - ``top<K>``: a fixed top K (``top10``);
@@ -14,7 +14,7 @@ ways of choosing the set, each a :class:`SetChoice` with a name:
 
 Example::
 
-    choices = parse_set_choices("top1,top10,cliff,count", counter=models.citation_counter)
+    choices, skipped = parse_set_choices("top1,top10,cliff,count", counter=models.citation_counter)
     [c.size(question, hits) for c in choices]       # [1, 10, 2, 3]
 """
 

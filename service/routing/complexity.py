@@ -32,16 +32,12 @@ from dataclasses import asdict, dataclass
 
 from service.analysis.chain import analyzer_for
 from service.analysis.language import detect_language
+from service.llm.schemas import COMPLEXITY_DIMENSIONS
 from service.routing.markers import count_matches, distinct_matches, markers_for
 
-DIMENSION_NAMES: tuple[str, ...] = (
-    "reasoning_chain",
-    "knowledge_integration",
-    "domain_span",
-    "relational_reasoning",
-    "conditional_density",
-)
-"""The five CoAL-RAG dimensions, in this order everywhere (also the ``complexity`` LLM prompt's keys)."""
+DIMENSION_NAMES: tuple[str, ...] = COMPLEXITY_DIMENSIONS
+"""The five CoAL-RAG dimensions, in this order everywhere: the keys of the ``complexity`` LLM prompt's
+output (:data:`service.llm.schemas.COMPLEXITY_DIMENSIONS`, the one list)."""
 
 # Saturation scales: the count at which a dimension reaches 1 - 1/e (about 0.63).
 REASONING_SCALE = 4.0

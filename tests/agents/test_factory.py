@@ -34,6 +34,19 @@ def test_offline_rewriters_take_their_trained_parts() -> None:
         agents.rewriter("oracle", models)
 
 
+def test_a_new_model_set_never_gets_the_rewriters_of_a_dead_one_at_the_same_address() -> None:
+    # Training builds one model set per fold, and CPython reuses a freed object's id: keyed by id
+    # alone, fold 3 got fold 1's term mapping (fitted on fold 3's questions).
+    agents = AgentFactory(llm=None)
+    mappings = [TermMapping({"chef": [(f"fold{i}", 1.0)]}) for i in range(6)]
+    for mapping in mappings:
+        models = TrainedModels(term_mapping=mapping)
+        rewriter = agents.rewriter(AgentName.TERMINOLOGY, models)
+        assert isinstance(rewriter, OfflineTerminologyRewriter) and rewriter.mapping is mapping
+        del models, rewriter
+    assert len(agents._rewriters) <= 1  # the rewriters of model sets that are gone are dropped
+
+
 def test_with_an_llm_every_role_asks_it_first_and_falls_back_offline() -> None:
     agents = AgentFactory(llm=LlmClient(LlmSettings(base_url="http://127.0.0.1:9", model="m")))
     terminology = agents.rewriter(AgentName.TERMINOLOGY, None)

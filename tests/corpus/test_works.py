@@ -26,6 +26,14 @@ def test_rule_names_fields_and_reads_them_from_the_document() -> None:
         WorkRule.parse(" , ")
 
 
+def test_a_work_key_with_a_field_that_is_not_a_string_is_refused_as_a_value_error() -> None:
+    # dataset.json reaches parse() as parsed JSON; the loader turns ValueError into a DataError line.
+    with pytest.raises(ValueError, match="strings"):
+        WorkRule.parse(["meta.law_de", 3])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="strings"):
+        rule_for({"work_key": [None]}, ("de", "fr"), None)
+
+
 def test_problems_name_the_missing_article_or_law() -> None:
     rule = WorkRule.parse("meta.law_de,meta.article")
     assert rule.problem(_doc("a", "de")) is None
