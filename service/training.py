@@ -116,12 +116,6 @@ class TrainReport:
         return dict(self.info)
 
 
-def analysis_language(dataset: Dataset) -> str:
-    """The language that analyses questions without their own: the corpus language, or '' (detect each
-    question's) for a corpus in several languages, whose questions may be in any of them."""
-    return dataset.language if len(dataset.languages) == 1 else ""
-
-
 def prepare(runtime: Runtime, dataset: Dataset, split: str, index: str, graph: CorpusGraph) -> TrainingData:
     """Read the split and compute everything per question and per gold article once.
 
@@ -137,7 +131,7 @@ def prepare(runtime: Runtime, dataset: Dataset, split: str, index: str, graph: C
             golds.append(gold)
     if not queries:
         raise DataError(f"{dataset.path}: split {split!r} has no question with a gold article in the index")
-    language = analysis_language(dataset)
+    language = dataset.query_language
     tokens = [analyzer_for(q.lang or language or detect_language(q.text)).tokens(q.text) for q in queries]
     # Embedded as the probe embeds them at search time (long questions: the passage mean).
     embedder = runtime.index_embedder(index)

@@ -287,10 +287,8 @@ def test_a_corpus_of_one_law_gets_no_law_mixer(tmp_path) -> None:
 
 
 def test_questions_of_a_multilingual_corpus_are_analysed_in_their_own_language(tmp_path: Path) -> None:
-    from service.training import analysis_language
-
     fixtures = Path(__file__).parent / "fixtures"
-    assert analysis_language(Dataset(fixtures / "trilingual")) == ""
+    assert Dataset(fixtures / "trilingual").query_language == ""
     (tmp_path / "dataset.json").write_text('{"name": "zh", "language": "zh"}', encoding="utf-8")
     (tmp_path / "corpus.jsonl").write_text("", encoding="utf-8")
-    assert analysis_language(Dataset(tmp_path)) == "zh"
+    assert Dataset(tmp_path).query_language == "zh"

@@ -95,6 +95,12 @@ class Dataset:
         return self.languages[0] if self.languages else ""
 
     @property
+    def query_language(self) -> str:
+        """The language that analyses questions without their own: the corpus language, or '' (detect
+        each question's) for a corpus in several languages, whose questions may be in any of them."""
+        return self.language if len(self.languages) == 1 else ""
+
+    @property
     def languages(self) -> tuple[str, ...]:
         """Every corpus language named by ``dataset.json``, in its order (``("de", "fr", "it")``)."""
         return tuple(lang.strip() for lang in str(self.meta.get("language", "")).split(",") if lang.strip())
@@ -147,8 +153,7 @@ class Dataset:
         if not path.is_file():
             have = ", ".join(self.splits()) or "none"
             raise DataError(f"no split {split!r} in {self.path} (splits present: {have})")
-        # The questions of a corpus in several languages may be in any of them: detect each one's.
-        query_language = self.language if len(self.languages) == 1 else ""
+        query_language = self.query_language
         out = []
         with open(path, encoding="utf-8") as fh:
             for lineno, line in enumerate(fh, start=1):

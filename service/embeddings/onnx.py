@@ -32,6 +32,7 @@ import numpy as np
 
 from service.embeddings.base import l2_normalize
 from service.errors import ConfigError
+from service.lazy import built_once
 
 if TYPE_CHECKING:
     from service.config import EmbedderSettings
@@ -248,10 +249,8 @@ class OnnxEmbedder:
         return hidden[0] if self.spec.pooling == "cls" else hidden.mean(axis=0)
 
     def _pool_of_threads(self) -> ThreadPoolExecutor:
-        with self._lock:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(self._threads, thread_name_prefix="onnx-embed")
-            return self._executor
+        return built_once(self, "_executor", self._lock,
+                          lambda: ThreadPoolExecutor(self._threads, thread_name_prefix="onnx-embed"))
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, self.spec.query_prefix)

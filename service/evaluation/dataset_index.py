@@ -37,13 +37,14 @@ def ensure_dataset_index(runtime: Runtime, dataset: Dataset) -> str:
         with _build_lock(runtime, name):
             if not backend.exists(name):  # another process may have built it while we waited
                 _build(runtime, dataset, name)
+    meta = backend.metadata(name)
     # Label-free QSI calibration for routing, once per index (see service/routing/calibration.py).
-    if "qsi" not in backend.metadata(name):
+    if "qsi" not in meta:
         from service.routing.calibration import ensure_qsi_quietly
 
         info(ensure_qsi_quietly(backend, name, language=dataset.language))
     # Label-free fusion weights, once per index (see service/fusion_calibration.py).
-    if FUSION_KEY not in backend.metadata(name):
+    if FUSION_KEY not in meta:
         info(ensure_fusion_quietly(backend, runtime.index_embedder(name), name, runtime.settings.retrieval,
                                    language=dataset.language))
     return name

@@ -183,7 +183,7 @@ class AgenticStart:
             if chosen:
                 filters = (request.filters or Filters()).narrowed("law", tuple(chosen))
                 fused = self.hybrid.filtered(request.index, request.query, state.vector, k=depth, filters=filters,
-                                             lang=request.lang, weights=weights)
+                                             lang=request.lang, weights=weights, terms=state.term_weights)
                 add_ranked(state.pool, [h.doc_id for h in fused], "prefilter")
                 trace.update({"laws": chosen, "widened": widened, "hits": len(fused)})
         if state.options.sections:
@@ -191,7 +191,7 @@ class AgenticStart:
             filters = section_filter(resources.graph, sections, request.filters) if sections else None
             if filters is not None:
                 fused = self.hybrid.filtered(request.index, request.query, state.vector, k=depth, filters=filters,
-                                             lang=request.lang, weights=weights)
+                                             lang=request.lang, weights=weights, terms=state.term_weights)
                 add_ranked(state.pool, [h.doc_id for h in fused], "section")
                 trace.update({"sections": sections, "section_hits": len(fused)})
         if trace:

@@ -24,8 +24,6 @@ from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights, fuse
 from service.tracing import Stopwatch
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from service.pipelines.build import Runtime
 
 
@@ -144,11 +142,14 @@ class HybridPipeline:
         return fuse(probe.bm25, probe.knn, probe.weights.as_mapping(), self.settings)
 
     def filtered(self, index: str, query: str, vector: np.ndarray | None, *, k: int, filters: Filters | None,
-                 lang: str, weights: FusionWeights) -> list[Hit]:
+                 lang: str, weights: FusionWeights, terms: dict[str, float] | None = None) -> list[Hit]:
         """BM25 and kNN of ``query`` (and its ``vector``) under ``filters``, fused with ``weights``, top
         ``k``: the agentic pipeline's extra passes (prefiltered, per issue); long questions search by
-        their weighted key terms, as the probe does."""
-        bm25 = self.bm25(query, index, k=k, filters=filters, lang=lang)
+        their weighted key terms, as the probe does (``terms``: those the probe already worked out)."""
+        if terms is not None:
+            bm25 = self.backend.bm25_terms(index, terms, k=k, filters=filters)
+        else:
+            bm25 = self.bm25(query, index, k=k, filters=filters, lang=lang)
         knn = self.backend.knn(index, vector, k=k, filters=filters) if vector is not None else []
         return self.fuse(Probe(bm25, knn, None, weights))[:k]
 
