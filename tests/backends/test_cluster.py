@@ -228,6 +228,9 @@ def test_bulk_index_completes_through_a_node_loss(whole, mini_docs, use_embedder
     backend = make(options=replace(SHARDED, bulk_chunk=100))
     name = unique_index("cluster-bulk")
     physical = backend.create_version(name, language="", dim=use_embedder.dim, embedder=use_embedder.name)
+    # Until every replica is allocated: a primary whose replica is still initialising when its node
+    # dies leaves the shard red, and every write to it waits out the engine's 1-minute timeout.
+    wait_for_green(backend, physical)
     first_chunk = threading.Event()
     reports = []
     failures: list[BaseException] = []
@@ -248,6 +251,7 @@ def test_bulk_index_completes_through_a_node_loss(whole, mini_docs, use_embedder
         assert writer.is_alive(), "the bulk index finished before the node could be killed"
         cluster.kill(2)
         writer.join(timeout=600)
+        assert not writer.is_alive(), f"the bulk index is still running 10 minutes after the node loss ({reports})"
         assert not failures, failures
         backend.publish(name, physical)
         assert sum(r.sent for r in reports) == len(docs)
