@@ -325,6 +325,10 @@ class RetrievalSettings:
     """For linear fusion: minmax or zscore."""
     depth: int = 100
     """How many hits each retriever returns before fusion."""
+    section_share: float = 0.5
+    """Linear fusion, corpora whose articles have headings (``meta.heading_path``): every candidate gets at
+    least this share of the best kNN score (above the list's minimum) in its heading section, so kNN
+    votes for the subject and BM25 picks the article in it (docs/FUSION.md); 0 = off."""
     max_query_chars: int = 50_000
     """Longer questions are refused (``query_too_long``) by the CLI, the API and jobs, never cut.
     Exam questions and case files put the facts first and the question last, up to ~26,000 characters."""
@@ -347,6 +351,8 @@ class RetrievalSettings:
             out.append("retrieval weights must be >= 0 and not both 0")
         if self.depth < 1:
             out.append("retrieval.depth must be >= 1")
+        if not 0 <= self.section_share <= 1:
+            out.append(f"retrieval.section_share must be between 0 and 1, not {self.section_share}")
         if self.max_query_chars < 1:
             out.append("retrieval.max_query_chars must be >= 1")
         if self.long_query_chars < 0:

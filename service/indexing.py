@@ -18,7 +18,7 @@ from tqdm import tqdm
 from service.analysis.chain import analyzers_dir
 from service.backends.base import IndexReport, SearchBackend
 from service.corpus.model import LegalDoc
-from service.corpus.views import embedding_text
+from service.corpus.views import embedding_text, section_key
 from service.embeddings.cache import CachedEmbedder
 
 if TYPE_CHECKING:
@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from service.config import Settings
 
 WRITE_CHUNK = 4096
+SECTIONS_KEY = "sections"
+"""The index-metadata flag: some articles have headings above them (hybrid fusion shares kNN evidence
+within a section, ``retrieval.section_share``)."""
 
 
 def with_citations(doc: LegalDoc) -> LegalDoc:
@@ -43,7 +46,8 @@ def index_documents(backend: SearchBackend, embedder: CachedEmbedder, name: str,
     """Upsert ``docs`` into index ``name`` (created when missing), embedding only uncached texts.
 
     Documents that are versions of a work (``LegalDoc.versions``) record the largest number of
-    versions in the index metadata (``max_versions``).
+    versions in the index metadata (``max_versions``); articles with headings above them set its
+    ``sections`` flag (:data:`SECTIONS_KEY`).
 
     Returns:
         The merged :class:`IndexReport` of all chunks.
@@ -63,6 +67,8 @@ def index_documents(backend: SearchBackend, embedder: CachedEmbedder, name: str,
     if versions > 1 and versions > int(backend.metadata(name).get("max_versions") or 1):
         # Retrievers fetch this many versions per work they return (see service.corpus.works.collapse).
         backend.update_metadata(name, max_versions=versions)
+    if any(section_key(d) for d in docs) and not backend.metadata(name).get(SECTIONS_KEY):
+        backend.update_metadata(name, **{SECTIONS_KEY: True})
     return report
 
 

@@ -72,3 +72,11 @@ def test_fusion_weights_are_set_together_or_left_to_the_index() -> None:
         load_settings(environ={"LEXSEARCH_RETRIEVAL_BM25_WEIGHT": "0.8"})
     with pytest.raises(ConfigError, match="not both 0"):
         load_settings(environ={"LEXSEARCH_RETRIEVAL_BM25_WEIGHT": "0", "LEXSEARCH_RETRIEVAL_KNN_WEIGHT": "0"})
+
+
+def test_the_section_share_is_a_fraction() -> None:
+    assert load_settings(environ={}).retrieval.section_share == 0.5
+    assert load_settings(environ={"LEXSEARCH_RETRIEVAL_SECTION_SHARE": "0"}).retrieval.section_share == 0.0
+    for bad in ("1.5", "-0.1", "nan"):
+        with pytest.raises(ConfigError, match=r"retrieval\.section_share must be between 0 and 1"):
+            load_settings(environ={"LEXSEARCH_RETRIEVAL_SECTION_SHARE": bad})

@@ -1,4 +1,5 @@
-"""Indexing: incremental updates embed only what changed; a rebuild swaps atomically."""
+"""Indexing: incremental updates embed only what changed; a rebuild swaps atomically; articles with
+headings flag the index for section-shared fusion."""
 
 from __future__ import annotations
 
@@ -31,6 +32,16 @@ def test_citations_are_extracted_into_cites(mini_embedded) -> None:
     backend, name = mini_embedded
     decision = backend.fetch(name, ["4A_32/2018"])["4A_32/2018"]
     assert "OR art. 257d" in decision.cites and "BGE 142 III 100" in decision.cites
+
+
+def test_articles_with_headings_flag_the_index_for_sections(tmp_path, mini_docs, use_embedder) -> None:
+    backend = EmbeddedBackend(tmp_path / "idx")
+    plain = [d for d in mini_docs if "heading_path" not in d.meta]
+    index_documents(backend, use_embedder, "mini", plain[:5], language="")
+    assert "sections" not in backend.metadata("mini")
+    swiss = next(d for d in mini_docs if d.id == "SR220_Art257e_de")
+    index_documents(backend, use_embedder, "mini", [swiss], language="")  # an update (the API's ingest)
+    assert backend.metadata("mini")["sections"] is True
 
 
 def test_rebuild_swaps_in_place(tmp_path, mini_docs, use_embedder) -> None:

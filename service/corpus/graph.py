@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from service.corpus.citations import article_of
 from service.corpus.model import LegalDoc
-from service.corpus.views import headings
+from service.corpus.views import parent_headings
 
 BLOCK_SIZE = 40
 """Articles per block: consecutive articles of one law that form a coarse "section" label."""
@@ -94,9 +94,7 @@ class CorpusGraph:
             law = doc.law or (citation.law if citation else "")
             order = _sort_key(citation.article) if citation else (10**9, doc.id)
             rows.append((doc.id, law, order, len(doc.text), doc.cites))
-            path = headings(doc)
-            if path and path[-1] == doc.title:
-                path = path[:-1]
+            path = parent_headings(doc)
             if path:
                 section[doc.id] = sys.intern(" / ".join(path))
             if citation is not None:

@@ -33,6 +33,19 @@ def headings(doc: LegalDoc) -> list[str]:
     return [h.strip() for h in path if isinstance(h, str) and h.strip()]
 
 
+def parent_headings(doc: LegalDoc) -> list[str]:
+    """The headings above the article's own one (its title): the sections it belongs to, outermost first."""
+    path = headings(doc)
+    return path[:-1] if path and path[-1] == doc.title else path
+
+
+def section_key(doc: LegalDoc) -> str | None:
+    """The article's innermost section, as a key (its law and :func:`parent_headings`); ``None`` when the
+    corpus gives no headings above it. Articles with equal keys stand under the same heading."""
+    path = parent_headings(doc)
+    return "\n".join([doc.law, *path]) if path else None
+
+
 def embedding_text(doc: LegalDoc) -> str:
     """Law name, title and the start of the text, for the dense retriever."""
     head = " ".join(p for p in (doc.law, doc.title) if p)

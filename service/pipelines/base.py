@@ -100,10 +100,12 @@ class SearchResponse:
 @dataclass(frozen=True)
 class IndexRetrieval:
     """What searching one index takes besides the backend: the embedder the index was built with,
-    and the weights of its hybrid fusion (see :mod:`service.retrieval.weights`)."""
+    the weights of its hybrid fusion (see :mod:`service.retrieval.weights`), and whether its articles
+    have headings (the index metadata's ``sections``, recorded by :func:`service.indexing.index_documents`)."""
 
     embedder: Embedder
     weights: FusionWeights = DEFAULT_WEIGHTS
+    sections: bool = False
 
 
 RetrievalOf = Callable[[str], IndexRetrieval]
@@ -123,6 +125,8 @@ class Probe:
     """The BM25 term weights of a long question (``None``: BM25 analysed the question's text)."""
     long_query: LongQuery | None = None
     """A long question read as passages and question proper (:mod:`service.retrieval.long_query`)."""
+    sections: dict[str, str] | None = None
+    """The heading section of each candidate that has one (``None``: the fusion shares no section evidence)."""
 
 
 @runtime_checkable

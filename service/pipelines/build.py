@@ -28,6 +28,7 @@ from service.embeddings.base import Embedder
 from service.embeddings.cache import CachedEmbedder
 from service.errors import IndexCorrupt, InvalidInput, LexsearchError
 from service.fusion_calibration import ensure_fusion_weights
+from service.indexing import SECTIONS_KEY
 from service.lazy import built_once
 from service.llm.client import LlmClient
 from service.models import TrainedModels, forget_recent_predictions, load_models, read_trained_fusion, stored_routing
@@ -180,7 +181,8 @@ class Runtime:
             cached = self._retrieval.get(index)
         if cached is not None and now - cached[0] < INDEX_INFO_TTL_S:
             return cached[1]
-        found = IndexRetrieval(self.index_embedder(index), self.fusion_weights(index))
+        found = IndexRetrieval(self.index_embedder(index), self.fusion_weights(index),
+                               bool(self.backend.metadata(index).get(SECTIONS_KEY)))
         with self._lock:
             self._retrieval[index] = (now, found)
         return found

@@ -100,28 +100,67 @@ def normalize_scores(scores: Sequence[float], method: str) -> np.ndarray:
 
 
 def linear(lists: Mapping[str, Sequence[Hit]], *, weights: Mapping[str, float] | None = None,
-           normalization: str = "zscore", label: str = "linear") -> list[Hit]:
+           normalization: str = "zscore", label: str = "linear", sections: Mapping[str, str] | None = None,
+           shared: Mapping[str, float] | None = None) -> list[Hit]:
     """Weighted sum of per-list normalised scores.
 
     A document missing from a list gets that list's minimum normalised score (it scored below
     everything the retriever returned), so documents found by one retriever only are not
     pushed above those found by both.
 
+    With ``sections`` (document id -> its section) and ``shared`` (list name -> share ``s``), a list
+    also speaks for the section of what it found: in that list every candidate scores at least
+    ``floor + s * (best - floor)``, where ``best`` is the list's best normalised score in the
+    candidate's section and ``floor`` the list's minimum (:func:`section_lift`).
+
     Args:
         lists: ranked hit lists by name, each hit's ``score`` being that retriever's score.
         weights: per-list weights (default 1.0 each).
         normalization: ``minmax`` or ``zscore``.
         label: the key under which the fused score and rank are stored.
+        sections: the section of each candidate that has one (others are left alone).
+        shared: the share of its section's best score that each named list grants (0 = none).
     """
     weights = weights or {}
-    fused: dict[str, float] = {}
-    per_list: list[tuple[float, dict[str, float], float]] = []
+    shared = shared or {}
+    merged = _merge_inputs(lists)
+    fused: dict[str, float] = dict.fromkeys(merged, 0.0)
     for name, hits in lists.items():
         norm = normalize_scores([h.score for h in hits], normalization)
         floor = float(norm.min()) if norm.size else 0.0
-        per_list.append((float(weights.get(name, 1.0)), {h.doc_id: float(s) for h, s in zip(hits, norm, strict=True)},
-                         floor))
-    merged = _merge_inputs(lists)
-    for doc_id in merged:
-        fused[doc_id] = sum(w * values.get(doc_id, floor) for w, values, floor in per_list)
+        values = {h.doc_id: float(s) for h, s in zip(hits, norm, strict=True)}
+        share = float(shared.get(name, 0.0))
+        if share > 0 and sections:
+            values = section_lift(values, list(merged), sections, share=share, floor=floor)
+        w = float(weights.get(name, 1.0))
+        for doc_id in merged:
+            fused[doc_id] += w * values.get(doc_id, floor)
     return _ordered(merged, fused, label, _first_seen(lists))
+
+
+def section_lift(values: Mapping[str, float], candidates: Sequence[str], sections: Mapping[str, str], *,
+                 share: float, floor: float) -> dict[str, float]:
+    """One list's normalised scores, each candidate raised to at least ``floor + share * (best - floor)``,
+    where ``best`` is the list's best score in the candidate's section.
+
+    For the kNN side of statute search: an embedding of a short article tells its subject (its section)
+    better than the article itself, whose neighbours read alike; BM25 tells the article. A candidate
+    without a section, or whose section the list did not find, keeps its own score (or none).
+
+    Example: kNN finds SchKG Art. 76 with 3.86 (z-score; list minimum -1.2) and Art. 74 of the same
+    section with -0.46; with ``share=0.5`` Art. 74 gets ``-1.2 + 0.5 * (3.86 + 1.2) = 1.33``.
+    """
+    best: dict[str, float] = {}
+    for doc_id, value in values.items():
+        section = sections.get(doc_id)
+        if section is not None and value > best.get(section, -math.inf):
+            best[section] = value
+    out = dict(values)
+    for doc_id in candidates:
+        section = sections.get(doc_id)
+        if section is None or section not in best:
+            continue
+        lifted = floor + share * (best[section] - floor)
+        if lifted > out.get(doc_id, floor):
+            out[doc_id] = lifted
+    return out

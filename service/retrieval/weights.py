@@ -44,6 +44,7 @@ class RetrievalSettings(Protocol):
     normalization: str
     rrf_k: int
     depth: int
+    section_share: float
     bm25_weight: float | None
     knn_weight: float | None
 
@@ -116,12 +117,17 @@ def fusion_method(settings: RetrievalSettings) -> str:
 
 
 def fuse(bm25: Sequence[Hit], knn: Sequence[Hit], weights: Mapping[str, float],
-         settings: RetrievalSettings) -> list[Hit]:
-    """The hybrid ranking of two lists, by the settings' fusion (the hybrid pipeline's own rule)."""
+         settings: RetrievalSettings, sections: Mapping[str, str] | None = None) -> list[Hit]:
+    """The hybrid ranking of two lists, by the settings' fusion (the hybrid pipeline's own rule).
+
+    ``sections`` (candidate id -> heading section, :func:`service.corpus.views.section_key`) let the
+    kNN side speak for the section of what it found (``retrieval.section_share``; linear fusion only).
+    """
     lists = {"bm25": bm25, "knn": knn}
     if settings.fusion == "rrf":
         return fusion.rrf(lists, k=settings.rrf_k, weights=weights)
-    return fusion.linear(lists, weights=weights, normalization=settings.normalization)
+    return fusion.linear(lists, weights=weights, normalization=settings.normalization, sections=sections,
+                         shared={"knn": settings.section_share})
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The hybrid pipeline's probe of long questions: key-term BM25 and the combined passage vector."""
+"""The hybrid pipeline's probe: long questions (key-term BM25 and the combined passage vector), and the
+heading sections of the candidates that the fusion shares kNN evidence within."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import math
 import pytest
 
 from service.config import load_settings
+from service.corpus.views import section_key
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
 from service.retrieval.long_query import read_long_query
+from service.retrieval.weights import fuse
+from service.tracing import Stopwatch
 
 pytestmark = pytest.mark.unit
 
@@ -19,9 +23,9 @@ CASE = ("M wohnt seit 2015 in einer Mietwohnung in Bern. "
         "die Kaution nicht zurück. Kann M die Kaution zurückverlangen?")
 
 
-def _runtime(mini_embedded, use_embedder, long_query_chars: int) -> Runtime:
+def _runtime(mini_embedded, use_embedder, long_query_chars: int, **retrieval: float) -> Runtime:
     backend, _ = mini_embedded
-    settings = load_settings(environ={}, overrides={"retrieval": {"long_query_chars": long_query_chars}})
+    settings = load_settings(environ={}, overrides={"retrieval": {"long_query_chars": long_query_chars, **retrieval}})
     return Runtime(settings, backend=backend, embedder=use_embedder)
 
 
@@ -50,3 +54,33 @@ def test_embedded_document_frequencies_cap_the_terms(mini_embedded, use_embedder
     pipe = _runtime(mini_embedded, use_embedder, 500).pipeline("hybrid")
     weights = pipe.long_weights(read_long_query(CASE), index, "de")
     assert weights["kaution"] == pytest.approx(2 * (1 + math.log(2)))  # twice in the text, again in the question
+
+
+def test_the_fusion_shares_knn_evidence_within_the_candidates_heading_sections(mini_embedded, use_embedder) -> None:
+    backend, index = mini_embedded
+    assert backend.metadata(index)["sections"] is True  # the Swiss articles of the mini corpus have headings
+    runtime = _runtime(mini_embedded, use_embedder, 500)
+    pipe = runtime.pipeline("hybrid")
+    question = "Wie gross ist der Pflichtteil der Nachkommen am Nachlass?"
+    probe = pipe.probe(question, index, k=100, filters=None, lang="de", watch=Stopwatch())
+    candidates = {h.doc_id for h in probe.bm25} | {h.doc_id for h in probe.knn}
+    docs = backend.fetch(index, sorted(candidates))
+    assert probe.sections == {d: section_key(doc) for d, doc in docs.items() if section_key(doc) is not None}
+    assert probe.sections["SR210_Art471_de"].startswith("ZGB\n")  # the law, then the headings above the title
+    assert probe.sections["SR210_Art471_de"].endswith("\nA. Verfügbarer Teil\nI. Umfang der Verfügungsbefugnis")
+    assert not any(doc.lang == "zh" for d, doc in docs.items() if d in probe.sections)  # no headings
+    response = pipe.run(SearchRequest(query=question, index=index, k=10, lang="de"))
+    assert response.trace["fusion_sections"] == {"share": 0.5, "candidates": len(probe.sections)}
+    fused = fuse(probe.bm25, probe.knn, probe.weights.as_mapping(), runtime.settings.retrieval, probe.sections)
+    assert [h.doc_id for h in response.hits] == [h.doc_id for h in fused[:10]]
+
+
+def test_no_sections_without_a_share_or_outside_hybrid_linear_fusion(mini_embedded, use_embedder) -> None:
+    _, index = mini_embedded
+    question = "Wie gross ist der Pflichtteil der Nachkommen am Nachlass?"
+    for runtime, name in ((_runtime(mini_embedded, use_embedder, 500, section_share=0.0), "hybrid"),
+                          (_runtime(mini_embedded, use_embedder, 500, fusion="rrf"), "hybrid"),
+                          (_runtime(mini_embedded, use_embedder, 500), "dense")):
+        pipe = runtime.pipeline(name)
+        assert pipe.probe(question, index, k=20, filters=None, lang="de", watch=Stopwatch()).sections is None
+        assert "fusion_sections" not in pipe.run(SearchRequest(query=question, index=index, k=5)).trace

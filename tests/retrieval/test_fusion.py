@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from service.corpus.model import Hit, Provenance
-from service.retrieval.fusion import linear, normalize_scores, rrf
+from service.retrieval.fusion import linear, normalize_scores, rrf, section_lift
 
 pytestmark = pytest.mark.unit
 
@@ -86,3 +86,43 @@ def test_linear_zscore_weights() -> None:
 def test_empty_inputs() -> None:
     assert rrf({"bm25": [], "knn": []}) == []
     assert linear({"bm25": []}) == []
+
+
+# The demo question d03 (Italian: a payment order for a debt one does not owe; how long to object?) on
+# the Swiss excerpt, default settings: z-scored BM25 and kNN (USE) of five SchKG articles, and the kNN
+# list's minimum. BM25 ranks Art. 74 (the time limit) first; kNN finds its section (C. Rechtsvorschlag:
+# Art. 74-77) but ranks Art. 74 itself 56th.
+D03_BM25 = {"74": 3.77, "75": 1.69, "76": 1.05, "77": 2.77, "83": 1.74}
+D03_KNN = {"74": -0.46, "75": 1.16, "76": 3.86, "77": 2.49, "83": 2.83}
+D03_KNN_FLOOR = -1.03
+D03_SECTIONS = {"74": "C", "75": "C", "76": "C", "77": "C", "83": "D"}
+
+
+def test_section_lift_gives_each_candidate_a_share_of_its_sections_best_knn_score() -> None:
+    lifted = section_lift(D03_KNN, list(D03_KNN), D03_SECTIONS, share=0.5, floor=D03_KNN_FLOOR)
+    section_c = D03_KNN_FLOOR + 0.5 * (3.86 - D03_KNN_FLOOR)  # 1.415
+    assert lifted["74"] == pytest.approx(section_c) and lifted["75"] == pytest.approx(section_c)
+    assert {d: lifted[d] for d in ("76", "77", "83")} == {"76": 3.86, "77": 2.49, "83": 2.83}  # never lowered
+    fused = {d: 0.55 * D03_BM25[d] + 0.45 * lifted[d] for d in D03_BM25}
+    assert max(fused, key=fused.__getitem__) == "74"  # 2.71 against Art. 77's 2.64
+    plain = {d: 0.55 * D03_BM25[d] + 0.45 * D03_KNN[d] for d in D03_BM25}
+    assert sorted(plain, key=plain.__getitem__, reverse=True).index("74") == 3  # 4th without the rule
+
+
+def test_section_lift_reaches_candidates_the_list_missed_and_leaves_the_rest() -> None:
+    lifted = section_lift({"a": 2.0, "b": -1.0}, ["a", "b", "c", "d", "e"], {"a": "S", "c": "S", "d": "T"},
+                          share=0.25, floor=-1.0)
+    assert lifted == {"a": 2.0, "b": -1.0, "c": pytest.approx(-0.25)}  # d: its section found nothing; e: none
+    assert section_lift({"a": 2.0}, ["a", "c"], {"a": "S", "c": "S"}, share=0.0, floor=-1.0) == {"a": 2.0}
+
+
+def test_linear_fusion_shares_only_the_named_lists_evidence() -> None:
+    sections = {"a": "S", "c": "S"}  # c (BM25 only) shares a section with a (kNN 0.1, its lowest)
+    kwargs = {"weights": {"bm25": 1.0, "knn": 1.0}, "normalization": "minmax"}
+    plain = {h.doc_id: h.score for h in linear({"bm25": BM25, "knn": KNN}, **kwargs)}
+    assert plain == {h.doc_id: h.score for h in linear({"bm25": BM25, "knn": KNN}, sections=sections, **kwargs)}
+    shared = {h.doc_id: h.score for h in linear({"bm25": BM25, "knn": KNN}, sections={"b": "S", "c": "S"},
+                                                shared={"knn": 0.5}, **kwargs)}
+    # knn minmax: b=1 (section S's best), d=0.875, a=0; c gets 0 + 0.5 * (1 - 0) from b
+    assert shared["c"] == pytest.approx(0.0 + 0.5)
+    assert shared["b"] == plain["b"] and shared["a"] == plain["a"] and shared["d"] == plain["d"]
