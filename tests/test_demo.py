@@ -73,14 +73,7 @@ def test_the_readme_deposit_question_returns_art_257e_or_first(demo_index, capsy
     assert {v["citation"] for v in top["versions"]} == {"Art. 257e OR", "art. 257e CO"}
 
 
-_DENSE_GAP = ("the kNN side (USE) ranks the article far down (SchKG 74: 56th; ZGB 471: not in its top 100) and "
-              "outweighs BM25, which ranks it first: docs/BENCHMARKS.md, 'Swiss lay questions (demo excerpt)'")
-
-
-@pytest.mark.parametrize("qid", ["d01", "d02",
-                                 pytest.param("d03", marks=pytest.mark.xfail(strict=True, reason=_DENSE_GAP)),
-                                 pytest.param("d04", marks=pytest.mark.xfail(strict=True, reason=_DENSE_GAP)),
-                                 "d05", "d06"])
+@pytest.mark.parametrize("qid", ["d01", "d02", "d03", "d04", "d05", "d06"])
 def test_each_example_question_finds_its_article_in_the_top_3(demo_index, capsys, qid: str) -> None:
     dataset = Dataset(EXAMPLE)
     question = next(q for q in dataset.queries("demo") if q.qid == qid)
