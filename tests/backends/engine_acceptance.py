@@ -23,7 +23,7 @@ from service.backends.engine.backend import EngineBackend
 from service.backends.fieldmap import load_field_map
 from service.config import EngineSettings
 from service.corpus.model import Filters, LegalDoc
-from service.corpus.views import embedding_text
+from service.corpus.views import embedding_text, section_key
 from service.embeddings.cache import CachedEmbedder
 from service.errors import IndexCorrupt, IndexNotFound, InvalidInput
 from service.indexing import index_documents, rebuild_engine
@@ -89,6 +89,12 @@ class EngineAcceptance:
         raw = backend.api.search(name, {"query": {"ids": {"values": ["SR220_Art41_de"]}}})["hits"]["hits"][0]["_source"]
         assert raw["citation"] == "Art. 41 OR" and "widerrechtlich Schaden" in raw["text"]
         assert "bm25" not in raw and not any(key.startswith("body_") for key in raw)
+        # the articles' headings: the index is flagged, and a fetch returns them (the fusion's sections)
+        assert backend.metadata(name)["sections"] is True
+        fetched = backend.fetch(name, ["SR210_Art471_de", "4958"])
+        assert section_key(fetched["SR210_Art471_de"]) == section_key(next(d for d in mini_docs
+                                                                           if d.id == "SR210_Art471_de"))
+        assert section_key(fetched["4958"]) is None
         # idempotent ids: writing the corpus again replaces, never duplicates
         assert index_documents(backend, use_embedder, name, mini_docs, language="").ok
         assert backend.count(name) == len(mini_docs)
