@@ -19,7 +19,7 @@ import os
 import tomllib
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,36 @@ from service.plugins import BACKENDS, EMBEDDERS, RERANKERS
 log = logging.getLogger(__name__)
 
 ENV_PREFIX = "LEXSEARCH_"
+
+
+# Checks that several sections' ``problems`` make; each returns its messages ([] when all is well).
+
+def _not_one_of(where: str, value: str, choices: Sequence[str]) -> list[str]:
+    """``"<where> must be one of a, b, c, not 'x'"`` when ``value`` is none of ``choices``."""
+    return [] if value in choices else [f"{where} must be one of {', '.join(choices)}, not {value!r}"]
+
+
+def _not_either(where: str, value: str, choices: Sequence[str]) -> list[str]:
+    """``"<where> must be a, b or c, not 'x'"`` when ``value`` is none of ``choices`` (a short fixed list)."""
+    if value in choices:
+        return []
+    return [f"{where} must be {', '.join(choices[:-1])} or {choices[-1]}, not {value!r}"]
+
+
+def _not_http(where: str, urls: Iterable[str]) -> list[str]:
+    """One message per URL of ``urls`` that starts with neither http:// nor https:// ('' is no URL: not checked)."""
+    return [f"{where} must start with http:// or https://, got {url!r}"
+            for url in urls if url and not url.startswith(("http://", "https://"))]
+
+
+def _below(minimum: int, wording: str, prefix: str, section: Any, *names: str) -> list[str]:
+    """``"<prefix>.<name> must be <wording>"`` for each field ``name`` of ``section`` below ``minimum``."""
+    return [f"{prefix}.{name} must be {wording}" for name in names if getattr(section, name) < minimum]
+
+
+def _missing_file(where: str, path: str) -> list[str]:
+    """``"<where> file not found: <path>"`` when ``path`` is set but no file."""
+    return [f"{where} file not found: {path}"] if path and not Path(path).is_file() else []
 
 
 @dataclass(frozen=True)
@@ -49,8 +79,7 @@ class CpuSettings:
     concurrency; other commands: 1)."""
 
     def problems(self) -> list[str]:
-        return [f"cpu.{name} must be >= 0 (0 = automatic)" for name in ("cores", "threads")
-                if getattr(self, name) < 0]
+        return _below(0, ">= 0 (0 = automatic)", "cpu", self, "cores", "threads")
 
 
 @dataclass(frozen=True)
@@ -84,19 +113,13 @@ class BackendSettings:
     """Embedded engine: corpora at least this large get an HNSW vector index, smaller ones a flat one."""
 
     def problems(self) -> list[str]:
-        out = []
-        if self.kind not in BACKENDS:
-            out.append(f"backend.kind must be one of {', '.join(BACKENDS.choices())}, not {self.kind!r}")
+        out = _not_one_of("backend.kind", self.kind, BACKENDS.choices())
         if self.kind != "embedded" and not self.url:
             out.append(f"backend.url is required for backend.kind={self.kind}")
-        for url in self.urls:
-            if not url.startswith(("http://", "https://")):
-                out.append(f"backend.url must start with http:// or https://, got {url!r}")
+        out += _not_http("backend.url", self.urls)
         if self.timeout_s <= 0:
             out.append("backend.timeout_s must be positive")
-        if self.ca_cert and not Path(self.ca_cert).is_file():
-            out.append(f"backend.ca_cert file not found: {self.ca_cert}")
-        return out
+        return out + _missing_file("backend.ca_cert", self.ca_cert)
 
     @property
     def urls(self) -> tuple[str, ...]:
@@ -144,20 +167,14 @@ class EngineSettings:
         out = []
         if self.shards < 1 or self.replicas < 0:
             out.append("engine.shards must be >= 1 and engine.replicas >= 0")
-        if self.fusion not in ("client", "engine"):
-            out.append(f"engine.fusion must be client or engine, not {self.fusion!r}")
-        if self.search_type not in SEARCH_TYPES:
-            out.append(f"engine.search_type must be one of {', '.join(SEARCH_TYPES)}, not {self.search_type!r}")
-        for name in ("bulk_chunk", "knn_candidates", "hnsw_m", "hnsw_ef_construction"):
-            if getattr(self, name) < 1:
-                out.append(f"engine.{name} must be at least 1")
+        out += _not_either("engine.fusion", self.fusion, ("client", "engine"))
+        out += _not_one_of("engine.search_type", self.search_type, SEARCH_TYPES)
+        out += _below(1, "at least 1", "engine", self, "bulk_chunk", "knn_candidates", "hnsw_m", "hnsw_ef_construction")
         if self.bulk_retries < 0 or self.bulk_backoff_s < 0 or self.bulk_timeout_s <= 0:
             out.append("engine.bulk_retries and engine.bulk_backoff_s must be >= 0, engine.bulk_timeout_s positive")
         if self.synonyms_path and "{lang}" not in self.synonyms_path:
             out.append("engine.synonyms_path must contain {lang}, e.g. analysis/legal-synonyms-{lang}.txt")
-        if self.field_map and not Path(self.field_map).is_file():
-            out.append(f"engine.field_map file not found: {self.field_map}")
-        return out
+        return out + _missing_file("engine.field_map", self.field_map)
 
 
 _KINDS_WITHOUT_MODEL = ("use", "e5")
@@ -252,9 +269,7 @@ class EmbedderSettings:
         return out
 
     def problems(self) -> list[str]:
-        out = []
-        if self.kind not in EMBEDDERS:
-            out.append(f"embedder.kind must be one of {', '.join(EMBEDDERS.choices())}, not {self.kind!r}")
+        out = _not_one_of("embedder.kind", self.kind, EMBEDDERS.choices())
         if self.kind == "sentence-transformers" and not self.model_path:
             out.append("embedder.model_path is required for embedder.kind=sentence-transformers")
         if self.kind == "openai" and not (self.url and self.model):
@@ -262,12 +277,9 @@ class EmbedderSettings:
         if self.kind == "onnx" and not (self.model or self.model_path):
             out.append("embedder.model (e.g. bge-small-zh-v15-q) or embedder.model_path (a jar) is required "
                        "for embedder.kind=onnx")
-        if self.max_tokens < 0:
-            out.append("embedder.max_tokens must be >= 0")
-        if self.batch_size < 1:
-            out.append("embedder.batch_size must be at least 1")
-        if self.threads < 0:
-            out.append("embedder.threads must be >= 0 (0 = cpu.threads)")
+        out += _below(0, ">= 0", "embedder", self, "max_tokens")
+        out += _below(1, "at least 1", "embedder", self, "batch_size")
+        out += _below(0, ">= 0 (0 = cpu.threads)", "embedder", self, "threads")
         try:
             languages = self._per_language()
         except ValueError as exc:
@@ -296,17 +308,13 @@ class LlmSettings:
         return bool(self.base_url)
 
     def problems(self) -> list[str]:
-        out = []
-        if self.base_url and not self.base_url.startswith(("http://", "https://")):
-            out.append(f"llm.base_url must start with http:// or https://, got {self.base_url!r}")
+        out = _not_http("llm.base_url", [self.base_url])
         if self.base_url and not self.model:
             out.append("llm.model is required when llm.base_url is set")
         if self.timeout_s <= 0:
             out.append("llm.timeout_s must be positive")
-        if self.max_retries < 0:
-            out.append("llm.max_retries must be >= 0")
-        if self.max_concurrency < 1:
-            out.append("llm.max_concurrency must be >= 1")
+        out += _below(0, ">= 0", "llm", self, "max_retries")
+        out += _below(1, ">= 1", "llm", self, "max_concurrency")
         return out
 
 
@@ -337,26 +345,18 @@ class RetrievalSettings:
     0 = never."""
 
     def problems(self) -> list[str]:
-        out = []
-        if self.fusion not in ("rrf", "linear"):
-            out.append(f"retrieval.fusion must be rrf or linear, not {self.fusion!r}")
-        if self.normalization not in ("minmax", "zscore"):
-            out.append(f"retrieval.normalization must be minmax or zscore, not {self.normalization!r}")
-        if self.rrf_k < 1:
-            out.append("retrieval.rrf_k must be >= 1")
+        out = [*_not_either("retrieval.fusion", self.fusion, ("rrf", "linear")),
+               *_not_either("retrieval.normalization", self.normalization, ("minmax", "zscore"))]
+        out += _below(1, ">= 1", "retrieval", self, "rrf_k")
         if (self.bm25_weight is None) != (self.knn_weight is None):
             out.append("retrieval.bm25_weight and retrieval.knn_weight must be set together (or neither)")
         elif self.bm25_weight is not None and self.knn_weight is not None and (
                 self.bm25_weight < 0 or self.knn_weight < 0 or self.bm25_weight + self.knn_weight <= 0):
             out.append("retrieval weights must be >= 0 and not both 0")
-        if self.depth < 1:
-            out.append("retrieval.depth must be >= 1")
+        out += _below(1, ">= 1", "retrieval", self, "depth", "max_query_chars")
+        out += _below(0, ">= 0 (0 = never)", "retrieval", self, "long_query_chars")
         if not 0 <= self.section_share <= 1:
             out.append(f"retrieval.section_share must be between 0 and 1, not {self.section_share}")
-        if self.max_query_chars < 1:
-            out.append("retrieval.max_query_chars must be >= 1")
-        if self.long_query_chars < 0:
-            out.append("retrieval.long_query_chars must be >= 0 (0 = never)")
         return out
 
 
@@ -476,8 +476,7 @@ class RoutingNumbers:
             out.append("routing.gate_p must be positive")
         if self.qsi_a <= 0:
             out.append("routing.qsi_a must be positive")
-        if self.rdi_k < 3:
-            out.append("routing.rdi_k must be >= 3")
+        out += _below(3, ">= 3", "routing", self, "rdi_k")
         if not 0.0 < self.cut_sigma < 1.0:
             out.append(f"routing.cut_sigma must be between 0 and 1, got {self.cut_sigma}")
         if not 1 <= self.cut_min_k <= self.cut_max_k <= self.cut_depth:
@@ -548,8 +547,7 @@ class RoutingSettings(RoutingNumbers):
                 out.append(f"routing.tiers[{i}] must name a pipeline")
             if tier.pipeline == "routed":
                 out.append(f"routing.tiers[{i}] cannot be the routed pipeline itself")
-        if self.metadata_ttl_s < 0:
-            out.append("routing.metadata_ttl_s must be >= 0")
+        out += _below(0, ">= 0", "routing", self, "metadata_ttl_s")
         return out
 
 
@@ -600,23 +598,14 @@ class ApiSettings:
         host, _, port = self.bind.rpartition(":")
         if not host or not port.isdigit():
             out.append(f"api.bind must look like host:port, got {self.bind!r}")
-        for name in ("threads", "max_k", "max_documents", "default_rate_per_min"):
-            if getattr(self, name) < 1:
-                out.append(f"api.{name} must be at least 1")
-        for name in ("workers", "sync_threads"):
-            if getattr(self, name) < 0:
-                out.append(f"api.{name} must be >= 0 (0 = automatic)")
+        out += _below(1, "at least 1", "api", self, "threads", "max_k", "max_documents", "default_rate_per_min")
+        out += _below(0, ">= 0 (0 = automatic)", "api", self, "workers", "sync_threads")
         if self.sync_budget_s <= 0 or self.ready_timeout_s <= 0:
             out.append("api.sync_budget_s and api.ready_timeout_s must be positive")
-        if self.max_body_bytes < 1024:
-            out.append("api.max_body_bytes must be at least 1024")
+        out += _below(1024, "at least 1024", "api", self, "max_body_bytes")
         for url_name in ("public_url", "traces_url"):
-            url = getattr(self, url_name)
-            if url and not url.startswith(("http://", "https://")):
-                out.append(f"api.{url_name} must start with http:// or https://, got {url!r}")
-        if self.traces_engine not in ("opensearch", "elasticsearch"):
-            out.append(f"api.traces_engine must be opensearch or elasticsearch, not {self.traces_engine!r}")
-        return out
+            out += _not_http(f"api.{url_name}", [getattr(self, url_name)])
+        return out + _not_either("api.traces_engine", self.traces_engine, ("opensearch", "elasticsearch"))
 
 
 @dataclass(frozen=True)
@@ -676,14 +665,10 @@ class JobsSettings:
                        "or running and delayed tasks would be delivered twice")
         if self.restore_interval_s <= 0 or self.queue_timeout_s <= 0:
             out.append("jobs.restore_interval_s and jobs.queue_timeout_s must be positive")
-        for name in ("max_attempts", "webhook_max_attempts"):
-            if getattr(self, name) < 1:
-                out.append(f"jobs.{name} must be at least 1")
+        out += _below(1, "at least 1", "jobs", self, "max_attempts", "webhook_max_attempts")
         if self.max_retries < 0 or self.llm_concurrency < 0 or self.worker_concurrency < 0:
             out.append("jobs.max_retries, jobs.llm_concurrency and jobs.worker_concurrency must be >= 0")
-        if self.worker_pool not in ("prefork", "threads", "solo"):
-            out.append(f"jobs.worker_pool must be prefork, threads or solo, not {self.worker_pool!r}")
-        return out
+        return out + _not_either("jobs.worker_pool", self.worker_pool, ("prefork", "threads", "solo"))
 
 
 @dataclass(frozen=True)
@@ -715,9 +700,7 @@ class AgentSettings:
     LightGBM's own predictor with the same scores; compiled once per model and CPU and kept in the model folder."""
 
     def problems(self) -> list[str]:
-        out = []
-        if self.reranker not in RERANKERS.choices():
-            out.append(f"agents.reranker must be one of {', '.join(RERANKERS.choices())}, not {self.reranker!r}")
+        out = _not_one_of("agents.reranker", self.reranker, RERANKERS.choices())
         if not 0 <= self.max_rounds <= 4:
             out.append("agents.max_rounds must be between 0 and 4")
         if not 1 <= self.prune_to <= self.rewrite_depth:

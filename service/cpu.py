@@ -15,8 +15,9 @@ setting                    0 (the default) means                       used by
                            affinity, a container's CPU quota)
 ``api.workers``            ``cpu.cores`` processes                     gunicorn (``lexsearch serve``)
 ``jobs.worker_concurrency`` ``cpu.cores`` jobs at once                 Celery (``lexsearch worker``)
-``cpu.threads``            ``cpu.cores`` / the command's processes     BLAS, OpenMP (faiss builds, LightGBM,
-                           (at least 1)                                e5, torch), via :func:`limit_library_threads`
+``cpu.threads``            ``cpu.cores`` / the command's processes     OpenMP (faiss builds, LightGBM, e5,
+                           (at least 1)                                torch), via :func:`limit_library_threads`
+(none)                     BLAS: always :data:`BLAS_THREADS` (1)       numpy/scipy outside the embedders
 ``embedder.threads``       ``cpu.threads``                             the embedding model
 ``agents.workers``         ``cpu.threads``; with an LLM,               a round's rewrites in-process
                            ``llm.max_concurrency`` (they wait for it)
@@ -25,6 +26,13 @@ setting                    0 (the default) means                       used by
 
 ``api.threads`` (4) is not derived: request threads mostly wait (for a search thread, for Redis,
 for the client), and the work they wait for is bounded by the threads above.
+
+BLAS is held to one thread in every process (:func:`limit_blas_threads`, called by every
+:class:`~service.pipelines.build.Runtime`): a search's BLAS calls are matrix-vector products of at
+most a few thousand rows (question memory, law classifier, adapters), which take microseconds on
+one thread, while handing half of one to a second thread that has to be woken cost 5-8 ms per
+call on this 2-core machine (a 1000 x 512 product: 0.02 ms against 7.7 ms). The embedders keep
+their own ``embedder.threads`` for batches of documents.
 
 Example::
 
@@ -43,9 +51,12 @@ from service.config import Settings
 
 Role = Literal["serve", "worker", "process"]
 
-LIBRARY_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
-                            "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
-"""Read by the BLAS and OpenMP runtimes when they load."""
+OPENMP_THREAD_VARIABLES = ("OMP_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+"""Read by the OpenMP runtimes (and numexpr) when they load."""
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+"""Read by the BLAS runtimes when they load."""
+BLAS_THREADS = 1
+"""BLAS threads of every lexsearch process (see the module docstring)."""
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -113,14 +124,35 @@ def resolve(settings: Settings, *, role: Role = "process") -> Settings:
 
 
 def limit_library_threads(threads: int) -> None:
-    """Hold every BLAS and OpenMP thread pool of this process (and of processes it starts) to ``threads``.
+    """Hold every OpenMP thread pool of this process (and of processes it starts) to ``threads``, and
+    every BLAS pool to :data:`BLAS_THREADS`.
 
     Sets the variables those runtimes read when they load (``OMP_NUM_THREADS``...), so libraries
     imported later and child processes follow, and limits the pools already loaded (threadpoolctl).
     Call it once per process, before the first search.
     """
-    for name in LIBRARY_THREAD_VARIABLES:
+    for name in OPENMP_THREAD_VARIABLES:
         os.environ[name] = str(threads)
+    limit_blas_threads()
     from threadpoolctl import threadpool_limits
 
-    threadpool_limits(limits=threads)
+    threadpool_limits(limits=threads, user_api="openmp")
+
+
+def limit_blas_threads() -> None:
+    """Hold every BLAS pool of this process (and of processes it starts) to :data:`BLAS_THREADS`.
+
+    Cheap after the first call; a library loaded later reads the environment variables.
+    """
+    global _blas_limited
+    for name in BLAS_THREAD_VARIABLES:
+        os.environ[name] = str(BLAS_THREADS)
+    if _blas_limited:
+        return
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=BLAS_THREADS, user_api="blas")
+    _blas_limited = True
+
+
+_blas_limited = False

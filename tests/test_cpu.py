@@ -94,3 +94,28 @@ def test_library_thread_limits_reach_loaded_pools_and_child_processes() -> None:
                          env={**os.environ, "OMP_NUM_THREADS": "7"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "1"
+
+
+def test_blas_pools_get_one_thread_and_openmp_pools_the_share() -> None:
+    code = ("import numpy, threadpoolctl, os; from service.cpu import limit_library_threads; "
+            "limit_library_threads(2); "
+            "pools = threadpoolctl.threadpool_info(); "
+            "blas = [p['num_threads'] for p in pools if p['user_api'] == 'blas']; "
+            "assert blas and set(blas) == {1}, pools; "
+            "assert all(p['num_threads'] == 2 for p in pools if p['user_api'] == 'openmp'), pools; "
+            "print(os.environ['OPENBLAS_NUM_THREADS'], os.environ['OMP_NUM_THREADS'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "OPENBLAS_NUM_THREADS": "4", "OMP_NUM_THREADS": "4"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "2"]
+
+
+def test_a_runtime_holds_blas_to_one_thread() -> None:
+    code = ("import numpy, threadpoolctl; from service.config import load_settings; "
+            "from service.pipelines.build import Runtime; "
+            "Runtime(load_settings(environ={})); "
+            "blas = [p['num_threads'] for p in threadpoolctl.threadpool_info() if p['user_api'] == 'blas']; "
+            "assert blas and set(blas) == {1}, blas")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "OPENBLAS_NUM_THREADS": "2"})
+    assert out.returncode == 0, out.stderr

@@ -68,10 +68,13 @@ def named_laws(text: str, laws: Iterable[str]) -> set[str]:
 
 def cited_laws(text: str, laws: Iterable[str]) -> set[str]:
     """Laws of ``laws`` whose articles the text cites (``Art. 41 Abs. 1 OR``, ``art. 41 CO``)."""
+    citations = extract(text)
+    if not citations:
+        return set()
     known = set(laws)
     aliases = {law_alias(law): law for law in known}
     out = set()
-    for citation in extract(text):
+    for citation in citations:
         if citation.law in known:
             out.add(citation.law)
         elif citation.law and law_alias(citation.law) in aliases:
@@ -119,9 +122,13 @@ class LawEvidence:
         shares = retrieval_shares(ranked_laws)
         named = named_laws(question, laws)
         cited = cited_laws(question, laws)
-        rows = np.asarray([[np.log(p.get(law, 0.0) + EPSILON), np.log(shares.get(law, 0.0) + EPSILON),
-                            float(law in named), float(law in cited)] for law in laws], dtype=np.float64)
-        return cls(laws, rows.reshape(len(laws), len(FEATURES)))
+        rows = np.empty((len(laws), len(FEATURES)), dtype=np.float64)
+        rows[:, 0] = [p.get(law, 0.0) for law in laws]
+        rows[:, 1] = [shares.get(law, 0.0) for law in laws]
+        np.log(rows[:, :2] + EPSILON, out=rows[:, :2])
+        rows[:, 2] = [law in named for law in laws]
+        rows[:, 3] = [law in cited for law in laws]
+        return cls(laws, rows)
 
     def to_trace(self) -> dict[str, Any]:
         named = [law for law, row in zip(self.laws, self.rows, strict=True) if row[2] > 0]

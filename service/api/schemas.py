@@ -40,6 +40,12 @@ def ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
+def _object(properties: dict[str, Any], *, required: list[str] | None = None, **keywords: Any) -> dict[str, Any]:
+    """A JSON-schema object with ``properties`` (``required`` among them) and any further ``keywords``."""
+    return {"type": "object", **({"required": required} if required is not None else {}), "properties": properties,
+            **keywords}
+
+
 def _strings(max_items: int, max_chars: int = 200) -> dict[str, Any]:
     return {"type": "array", "minItems": 1, "maxItems": max_items,
             "items": {"type": "string", "minLength": 1, "maxLength": max_chars}}
@@ -75,12 +81,12 @@ def _search_properties(settings: Settings, pipelines: list[str], default_pipelin
         "index": {"type": "string", "pattern": INDEX_NAME.pattern, "maxLength": 100,
                   "description": f"Index to search (default {settings.index.name!r})."},
         "k": {"type": "integer", "minimum": 1, "maximum": settings.api.max_k, "default": 10},
-        "filters": {"type": "object", "properties": filters, "additionalProperties": False,
-                    "description": "Exact-match metadata restrictions, applied inside every retriever."},
+        "filters": _object(filters, additionalProperties=False,
+                           description="Exact-match metadata restrictions, applied inside every retriever."),
         "lang": {"type": "string", "enum": list(LANGUAGES), "description": "The question's language ('' = detect)."},
         "explain": {"type": "boolean", "default": False, "description": "Include the full trace."},
         "pipeline": {"type": "string", "enum": pipelines, "default": default_pipeline},
-        "options": {"type": "object", "properties": options, "additionalProperties": False},
+        "options": _object(options, additionalProperties=False),
     }
 
 
@@ -91,141 +97,106 @@ def build_components(settings: Settings, *, pipelines: list[str], search_pipelin
     job = {**_search_properties(settings, pipelines, job_pipeline),
            "callback_url": {"type": "string", "format": "uri", "maxLength": 2048,
                             "description": "Receives a signed POST when the job ends (see Webhooks)."}}
-    document = {
-        "type": "object",
-        "required": ["id", "text"],
-        "properties": {
-            "id": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"^\S+$"},
-            "text": {"type": "string", "maxLength": MAX_TEXT_CHARS},
-            "citation": {"type": "string", "maxLength": 500},
-            "title": {"type": "string", "maxLength": 1000},
-            "lang": {"type": "string", "maxLength": 10},
-            "law": {"type": "string", "maxLength": 500},
-            "kind": {"type": "string", "enum": [k.value for k in DocKind]},
-            "date": {"type": ["string", "null"], "format": "date"},
-            "court": {"type": "string", "maxLength": 200},
-            "division": {"type": "string", "maxLength": 200},
-            "chamber": {"type": "string", "maxLength": 200},
-            "case_type": {"type": "string", "maxLength": 200},
-            "cites": {"type": "array", "maxItems": 1000, "items": {"type": "string", "maxLength": 200}},
-            "meta": {"type": "object"},
-        },
-        "additionalProperties": False,
-    }
-    error = {
-        "type": "object",
-        "required": ["error"],
-        "properties": {"error": {
-            "type": "object",
-            "required": ["code", "message", "request_id"],
-            "properties": {
-                "code": {"type": "string", "description": f"One of: {ERROR_CODES_DOC}."},
-                "message": {"type": "string", "description": "A complete sentence for people."},
-                "request_id": {"type": "string"},
-                "path": {"type": "string", "description": "For invalid_request: the offending value."},
-                "retry_after_s": {"type": "number"},
-            },
+    document = _object(required=["id", "text"], additionalProperties=False, properties={
+        "id": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"^\S+$"},
+        "text": {"type": "string", "maxLength": MAX_TEXT_CHARS},
+        "citation": {"type": "string", "maxLength": 500},
+        "title": {"type": "string", "maxLength": 1000},
+        "lang": {"type": "string", "maxLength": 10},
+        "law": {"type": "string", "maxLength": 500},
+        "kind": {"type": "string", "enum": [k.value for k in DocKind]},
+        "date": {"type": ["string", "null"], "format": "date"},
+        "court": {"type": "string", "maxLength": 200},
+        "division": {"type": "string", "maxLength": 200},
+        "chamber": {"type": "string", "maxLength": 200},
+        "case_type": {"type": "string", "maxLength": 200},
+        "cites": {"type": "array", "maxItems": 1000, "items": {"type": "string", "maxLength": 200}},
+        "meta": {"type": "object"},
+    })
+    error_fields = _object(required=["code", "message", "request_id"], properties={
+        "code": {"type": "string", "description": f"One of: {ERROR_CODES_DOC}."},
+        "message": {"type": "string", "description": "A complete sentence for people."},
+        "request_id": {"type": "string"},
+        "path": {"type": "string", "description": "For invalid_request: the offending value."},
+        "retry_after_s": {"type": "number"},
+    })
+    pinpoint = _object(required=["paragraph", "citation"], properties={
+        "paragraph": {"type": "string", "example": "3"},
+        "citation": {"type": "string", "example": "Art. 257e Abs. 3 OR"}})
+    version = _object(required=["doc_id", "lang", "citation"], properties={
+        "doc_id": {"type": "string"}, "lang": {"type": "string"}, "citation": {"type": "string"}})
+    hit = _object(required=["rank", "doc_id", "citation", "score", "scores"], properties={
+        "rank": {"type": "integer"},
+        "doc_id": {"type": "string", "description": "The hit's id; for an article in several languages, the "
+                                                     "id of the work (its first version), in every language."},
+        "citation": {"type": "string", "description": "Citation of the version shown."},
+        "law": {"type": "string"}, "title": {"type": "string"}, "kind": {"type": "string"},
+        "lang": {"type": "string", "description": "Language of the version shown: the question's (or the lang "
+                                                  "filter's) when the work has it, else its first version's."},
+        "pinpoint": {"type": "array", "description": "The best-matching paragraph(s) of a statute article, e.g. "
+                                                     "Art. 257e Abs. 3 OR; empty when it has one paragraph.",
+                     "items": pinpoint},
+        "version": {"type": "string", "description": "Only for works in several versions: the id of the "
+                                                     "version shown (citation, title, snippet)."},
+        "versions": {"type": "array", "description": "Only for works in several versions: every version "
+                                                     "with its language and citation, the work's first first.",
+                     "items": version},
+        "score": {"type": ["number", "null"]},
+        "scores": {"type": "object", "additionalProperties": {"type": ["number", "null"]},
+                   "description": "The score of every stage (bm25, knn, fusion, reranker)."},
+        "ranks": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "provenance": {"type": "array", "items": {"type": "object"}},
+        "snippet": {"type": ["object", "null"], "properties": {
+            "text": {"type": "string"},
+            "highlights": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}},
+                           "description": "[start, end) character spans of snippet.text that matched."},
+            "html": {"type": "string", "description": "The snippet, HTML-escaped, matches in <em>."},
         }},
-    }
-    hit = {
-        "type": "object",
-        "required": ["rank", "doc_id", "citation", "score", "scores"],
-        "properties": {
-            "rank": {"type": "integer"},
-            "doc_id": {"type": "string", "description": "The hit's id; for an article in several languages, the "
-                                                         "id of the work (its first version), in every language."},
-            "citation": {"type": "string", "description": "Citation of the version shown."},
-            "law": {"type": "string"}, "title": {"type": "string"}, "kind": {"type": "string"},
-            "lang": {"type": "string", "description": "Language of the version shown: the question's (or the lang "
-                                                      "filter's) when the work has it, else its first version's."},
-            "pinpoint": {"type": "array", "description": "The best-matching paragraph(s) of a statute article, e.g. "
-                                                         "Art. 257e Abs. 3 OR; empty when it has one paragraph.",
-                         "items": {"type": "object", "required": ["paragraph", "citation"], "properties": {
-                             "paragraph": {"type": "string", "example": "3"},
-                             "citation": {"type": "string", "example": "Art. 257e Abs. 3 OR"}}}},
-            "version": {"type": "string", "description": "Only for works in several versions: the id of the "
-                                                         "version shown (citation, title, snippet)."},
-            "versions": {"type": "array", "description": "Only for works in several versions: every version "
-                                                         "with its language and citation, the work's first first.",
-                         "items": {"type": "object", "required": ["doc_id", "lang", "citation"], "properties": {
-                             "doc_id": {"type": "string"}, "lang": {"type": "string"},
-                             "citation": {"type": "string"}}}},
-            "score": {"type": ["number", "null"]},
-            "scores": {"type": "object", "additionalProperties": {"type": ["number", "null"]},
-                       "description": "The score of every stage (bm25, knn, fusion, reranker)."},
-            "ranks": {"type": "object", "additionalProperties": {"type": "integer"}},
-            "provenance": {"type": "array", "items": {"type": "object"}},
-            "snippet": {"type": ["object", "null"], "properties": {
-                "text": {"type": "string"},
-                "highlights": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}},
-                               "description": "[start, end) character spans of snippet.text that matched."},
-                "html": {"type": "string", "description": "The snippet, HTML-escaped, matches in <em>."},
-            }},
-        },
-    }
-    result = {
-        "type": "object",
-        "required": ["query", "index", "pipeline", "tier", "k", "returned", "hits", "took_ms"],
-        "properties": {
-            "query": {"type": "string"}, "index": {"type": "string"}, "pipeline": {"type": "string"},
-            "tier": {"type": ["integer", "null"], "description": "Routing tier 0-3 (null when not routed)."},
-            "k": {"type": "integer"},
-            "returned": {"type": "integer", "description": "Size of the answer set: the first `returned` hits."},
-            "hits": {"type": "array", "items": ref("Hit")},
-            "took_ms": {"type": "number"},
-            "trace": {"type": "object", "description": "Only with explain=true."},
-            "request_id": {"type": "string"},
-        },
-    }
-    job_view = {
-        "type": "object",
-        "required": ["job_id", "kind", "status", "status_url", "created_at"],
-        "properties": {
-            "job_id": {"type": "string"},
-            "kind": {"type": "string", "enum": ["search", "ingest"]},
-            "status": {"type": "string", "enum": list(JOB_STATUSES)},
-            "status_url": {"type": "string"},
-            "created_at": {"type": "string"}, "started_at": {"type": ["string", "null"]},
-            "finished_at": {"type": ["string", "null"]}, "expires_at": {"type": ["string", "null"]},
-            "progress": {"type": "object", "description": "While running: stage and stage details."},
-            "result": {"description": "When succeeded: a SearchResult or an IngestReport."},
-            "error": {"type": "object", "description": "When failed, cancelled or expired: code and message."},
-            "webhook": {"type": "object", "description": "Delivery state when a callback_url was given."},
-        },
-    }
+    })
+    result = _object(required=["query", "index", "pipeline", "tier", "k", "returned", "hits", "took_ms"], properties={
+        "query": {"type": "string"}, "index": {"type": "string"}, "pipeline": {"type": "string"},
+        "tier": {"type": ["integer", "null"], "description": "Routing tier 0-3 (null when not routed)."},
+        "k": {"type": "integer"},
+        "returned": {"type": "integer", "description": "Size of the answer set: the first `returned` hits."},
+        "hits": {"type": "array", "items": ref("Hit")},
+        "took_ms": {"type": "number"},
+        "trace": {"type": "object", "description": "Only with explain=true."},
+        "request_id": {"type": "string"},
+    })
+    job_view = _object(required=["job_id", "kind", "status", "status_url", "created_at"], properties={
+        "job_id": {"type": "string"},
+        "kind": {"type": "string", "enum": ["search", "ingest"]},
+        "status": {"type": "string", "enum": list(JOB_STATUSES)},
+        "status_url": {"type": "string"},
+        "created_at": {"type": "string"}, "started_at": {"type": ["string", "null"]},
+        "finished_at": {"type": ["string", "null"]}, "expires_at": {"type": ["string", "null"]},
+        "progress": {"type": "object", "description": "While running: stage and stage details."},
+        "result": {"description": "When succeeded: a SearchResult or an IngestReport."},
+        "error": {"type": "object", "description": "When failed, cancelled or expired: code and message."},
+        "webhook": {"type": "object", "description": "Delivery state when a callback_url was given."},
+    })
+    ingest = _object(required=["documents"], additionalProperties=False, properties={
+        "documents": {"type": "array", "minItems": 1, "maxItems": settings.api.max_documents,
+                      "items": {"type": "object"},
+                      "description": "Documents in the corpus line format (see Document); each is "
+                                     "checked on its own and invalid ones are reported, not indexed."},
+        "language": {"type": "string", "enum": list(LANGUAGES),
+                     "description": "Language of documents that name none ('' = detect)."},
+        "callback_url": job["callback_url"],
+    })
     return {
-        "SearchRequest": {"type": "object", "required": ["query"], "properties": search,
-                          "additionalProperties": False},
-        "JobRequest": {"type": "object", "required": ["query"], "properties": job, "additionalProperties": False},
+        "SearchRequest": _object(search, required=["query"], additionalProperties=False),
+        "JobRequest": _object(job, required=["query"], additionalProperties=False),
         "Document": document,
-        "IngestRequest": {
-            "type": "object",
-            "required": ["documents"],
-            "properties": {
-                "documents": {"type": "array", "minItems": 1, "maxItems": settings.api.max_documents,
-                              "items": {"type": "object"},
-                              "description": "Documents in the corpus line format (see Document); each is "
-                                             "checked on its own and invalid ones are reported, not indexed."},
-                "language": {"type": "string", "enum": list(LANGUAGES),
-                             "description": "Language of documents that name none ('' = detect)."},
-                "callback_url": job["callback_url"],
-            },
-            "additionalProperties": False,
-        },
+        "IngestRequest": ingest,
         "Hit": hit,
         "SearchResult": result,
-        "JobAccepted": {
-            "type": "object",
-            "required": ["job_id", "status", "status_url"],
-            "properties": {"job_id": {"type": "string"}, "status": {"type": "string"},
-                           "status_url": {"type": "string"}, "request_id": {"type": "string"},
-                           "reason": {"type": "string"}, "message": {"type": "string"}},
-        },
+        "JobAccepted": _object(required=["job_id", "status", "status_url"], properties={
+            "job_id": {"type": "string"}, "status": {"type": "string"}, "status_url": {"type": "string"},
+            "request_id": {"type": "string"}, "reason": {"type": "string"}, "message": {"type": "string"}}),
         "Job": job_view,
-        "IndexList": {"type": "object", "required": ["indices"],
-                      "properties": {"indices": {"type": "array", "items": {"type": "object"}}}},
-        "Ready": {"type": "object", "required": ["ready", "checks"],
-                  "properties": {"ready": {"type": "boolean"}, "checks": {"type": "object"}}},
-        "Health": {"type": "object", "required": ["status"], "properties": {"status": {"type": "string"}}},
-        "Error": error,
+        "IndexList": _object({"indices": {"type": "array", "items": {"type": "object"}}}, required=["indices"]),
+        "Ready": _object({"ready": {"type": "boolean"}, "checks": {"type": "object"}}, required=["ready", "checks"]),
+        "Health": _object({"status": {"type": "string"}}, required=["status"]),
+        "Error": _object(required=["error"], properties={"error": error_fields}),
     }

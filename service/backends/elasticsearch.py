@@ -39,13 +39,8 @@ class ElasticsearchApi(ProductApi):
             list(conn.urls),
             basic_auth=(conn.username, conn.password) if conn.username else None,
             api_key=conn.api_key or None,
-            ca_certs=conn.ca_cert or None,
-            verify_certs=conn.verify_certs,
-            ssl_show_warn=conn.verify_certs,
             request_timeout=conn.timeout_s,
-            # as on OpenSearch: every other node of a cluster gets a try (connection errors, 429/502/503/504)
-            max_retries=max(1, len(conn.urls)),
-            retry_on_timeout=False,
+            **self._common_client_options(),
         )
 
     def slow(self) -> Any:
@@ -85,14 +80,8 @@ class ElasticsearchApi(ProductApi):
     def msearch(self, lines: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
         return self.client.msearch(searches=lines).body["responses"]
 
-    def count(self, index: str) -> int:
-        return int(self.client.count(index=index)["count"])
-
     def mget(self, index: str, ids: list[str], excludes: list[str]) -> list[Mapping[str, Any]]:
         return self.client.mget(index=index, ids=ids, source_excludes=excludes or None).body["docs"]
-
-    def exists(self, name: str) -> bool:
-        return bool(self.client.indices.exists(index=name))
 
     def create_index(self, index: str, body: Mapping[str, Any]) -> None:
         self.slow().indices.create(index=index, settings=body.get("settings"), mappings=body.get("mappings"),

@@ -45,14 +45,8 @@ class OpenSearchApi(ProductApi):
             hosts=list(conn.urls),
             http_auth=(conn.username, conn.password) if conn.username else None,
             headers=headers,
-            ca_certs=conn.ca_cert or None,
-            verify_certs=conn.verify_certs,
-            ssl_show_warn=conn.verify_certs,
             timeout=conn.timeout_s,
-            # one immediate retry covers a dropped keep-alive connection, and on a cluster every other
-            # node gets a try (connection errors and 502/503/504); timeouts are not retried
-            max_retries=max(1, len(conn.urls)),
-            retry_on_timeout=False,
+            **self._common_client_options(),
         )
 
     def info(self, timeout: float) -> Mapping[str, Any]:
@@ -96,15 +90,9 @@ class OpenSearchApi(ProductApi):
     def msearch(self, lines: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
         return self.client.msearch(body=lines)["responses"]
 
-    def count(self, index: str) -> int:
-        return int(self.client.count(index=index)["count"])
-
     def mget(self, index: str, ids: list[str], excludes: list[str]) -> list[Mapping[str, Any]]:
         params = {"_source_excludes": ",".join(excludes)} if excludes else {}
         return self.client.mget(index=index, body={"ids": ids}, params=params)["docs"]
-
-    def exists(self, name: str) -> bool:
-        return bool(self.client.indices.exists(index=name))
 
     def create_index(self, index: str, body: Mapping[str, Any]) -> None:
         self.client.indices.create(index=index, body=body, request_timeout=self.options.bulk_timeout_s)

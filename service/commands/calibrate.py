@@ -34,6 +34,7 @@ from typing import Any
 from service.commands.common import (
     add_calibration_options,
     add_common_options,
+    add_split_options,
     check_output_path,
     info,
     progress_enabled,
@@ -57,8 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="Grid-search the routed pipeline's thresholds, gamma and score-cliff "
                                           "parameters on a TRAINING split and store them with the index. "
                                           "Evaluation splits (dev, test) are refused.")
-    p.add_argument("--data", required=True, help="dataset folder (corpus*.jsonl, queries.<split>.tsv, qrels)")
-    p.add_argument("--split", required=True, help="training split, e.g. fit or train")
+    add_split_options(p, split_help="training split, e.g. fit or train")
     p.add_argument("--limit", type=int, default=0, help="use only the first N queries (0 = all)")
     add_calibration_options(p)
     p.add_argument("--latency-model", metavar="DIR",

@@ -9,10 +9,13 @@ from typing import Any
 
 from service.config import Settings, load_settings, parse_embedder_spec
 from service.console import info, progress_enabled
+from service.corpus.model import Filters
 from service.errors import InvalidInput
-from service.plugins import BACKENDS, EMBEDDERS
+from service.plugins import BACKENDS, EMBEDDERS, RERANKERS
 
 __all__ = ["add_common_options", "check_output_path", "info", "progress_enabled", "settings_from_args"]
+
+DATA_HELP = "dataset folder (corpus*.jsonl, queries.<split>.tsv, qrels)"
 
 
 def add_common_options(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +52,30 @@ def add_calibration_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--confidence", type=float, default=0.9,
                        help="confidence of the bootstrap bounds on which the recall floor and the latency "
                             "budget must hold (default 0.9)")
+
+
+def add_split_options(parser: argparse.ArgumentParser, *, split_help: str, data_help: str = DATA_HELP) -> None:
+    """``--data`` and ``--split``, both required, of the commands that work on one split of a dataset."""
+    parser.add_argument("--data", required=True, help=data_help)
+    parser.add_argument("--split", required=True, help=split_help)
+
+
+def add_reranker_option(parser: argparse.ArgumentParser) -> None:
+    """``--reranker``: the reranker of the agentic pipelines (``search`` and ``eval``)."""
+    parser.add_argument("--reranker", choices=RERANKERS.choices(),
+                        help="reranker of the agentic pipelines (auto: llm when an LLM is configured, else learned)")
+
+
+def filters_from_args(specs: list[str]) -> Filters | None:
+    """The ``--filter FIELD=VALUE`` options as :class:`Filters` (None when there are none).
+
+    Raises:
+        InvalidInput: for an unknown field or a malformed option.
+    """
+    try:
+        return Filters.parse(specs) if specs else None
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:

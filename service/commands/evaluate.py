@@ -8,13 +8,15 @@ from pathlib import Path
 
 from service.commands.common import (
     add_common_options,
+    add_reranker_option,
+    add_split_options,
     check_output_path,
+    filters_from_args,
     info,
     progress_enabled,
     settings_from_args,
 )
 from service.corpus.datasets import Dataset
-from service.corpus.model import Filters
 from service.errors import InvalidInput
 from service.evaluation.dataset_index import ensure_dataset_index
 from service.evaluation.harness import evaluate, format_table
@@ -22,7 +24,7 @@ from service.evaluation.runs import write_run
 from service.models import load_models
 from service.pipelines.base import check_query_lengths
 from service.pipelines.build import Runtime
-from service.plugins import PIPELINES, RERANKERS
+from service.plugins import PIPELINES
 from service.retrieval.sets import DEFAULT_SET_CHOICES, CliffSet, parse_set_choices
 from service.routing.router import RoutingParams
 
@@ -32,15 +34,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="Print Recall@10, Recall@100, MRR@10, nDCG@10 and latency per pipeline, "
                                           "and per question language when the questions are in several. Gold "
                                           "articles match by work: a hit in any language version counts.")
-    p.add_argument("--data", required=True, help="dataset folder (corpus*.jsonl, queries.<split>.tsv, qrels)")
-    p.add_argument("--split", required=True, help="query split, e.g. dev")
+    add_split_options(p, split_help="query split, e.g. dev")
     p.add_argument("--pipeline", default="bm25,dense,hybrid",
                    help=f"comma-separated pipelines among {', '.join(PIPELINES.names())} (default bm25,dense,hybrid)")
     p.add_argument("--k", type=int, default=100, help="ranking depth scored (default 100)")
     p.add_argument("--limit", type=int, default=0, help="evaluate only the first N queries (0 = all)")
     p.add_argument("--filter", action="append", default=[], metavar="FIELD=VALUE")
-    p.add_argument("--reranker", choices=RERANKERS.choices(),
-                   help="reranker of the agentic pipelines (auto: llm when an LLM is configured, else learned)")
+    add_reranker_option(p)
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="pipeline option, e.g. --option no_cliff=1 (repeatable)")
     ablation = p.add_argument_group("routed pipeline ablations")
@@ -92,10 +92,7 @@ def run(args: argparse.Namespace) -> int:
     for flag in ("no_intrinsic", "no_consistency", "no_cliff"):
         if getattr(args, flag):
             options[flag] = True
-    try:
-        filters = Filters.parse(args.filter) if args.filter else None
-    except ValueError as exc:
-        raise InvalidInput(str(exc)) from None
+    filters = filters_from_args(args.filter)
     runtime = Runtime(settings)
     pipelines = [runtime.pipeline(n) for n in names]  # fail on an unknown name before building anything
     models = load_models(settings.index.model_dir, compile_trees=settings.agents.compiled_trees)

@@ -8,12 +8,10 @@ import sys
 import time
 from typing import Any
 
-from service.commands.common import add_common_options, settings_from_args
-from service.corpus.model import Filters
-from service.errors import InvalidInput
+from service.commands.common import add_common_options, add_reranker_option, filters_from_args, settings_from_args
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
-from service.plugins import PIPELINES, RERANKERS
+from service.plugins import PIPELINES
 from service.retrieval.snippets import Snippet
 from service.search_json import render_response
 
@@ -31,8 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="restrict to law, kind, lang, court, division, chamber, case_type, citation, "
                         "date_from or date_to (repeatable)")
     p.add_argument("--lang", default="", help="the question's language (default: detect)")
-    p.add_argument("--reranker", choices=RERANKERS.choices(),
-                   help="reranker of the agentic pipelines (auto: llm when an LLM is configured, else learned)")
+    add_reranker_option(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--explain", action="store_true", help="include the trace (timings, tiers, agents)")
     add_common_options(p)
@@ -41,10 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
-    try:
-        filters = Filters.parse(args.filter) if args.filter else None
-    except ValueError as exc:
-        raise InvalidInput(str(exc)) from None
+    filters = filters_from_args(args.filter)
     runtime = Runtime(settings)
     pipeline = runtime.pipeline(args.pipeline or DEFAULT_PIPELINE)
     options = {"reranker": args.reranker} if args.reranker else {}

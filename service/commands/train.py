@@ -9,6 +9,7 @@ import json
 from service.commands.common import (
     add_calibration_options,
     add_common_options,
+    add_split_options,
     check_output_path,
     info,
     progress_enabled,
@@ -25,8 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "planner policy and learned rerankers on one split, calibrate the routed pipeline on "
                     "cross-fitted folds of the same split, and write everything to a model folder (use it "
                     "with --model on search/eval, or LEXSEARCH_INDEX_MODEL_DIR).")
-    p.add_argument("--data", required=True, help="dataset folder (corpus*.jsonl, queries/qrels of the split)")
-    p.add_argument("--split", required=True, help="training split, e.g. fit or train (never the one you report)")
+    add_split_options(p, split_help="training split, e.g. fit or train (never the one you report)",
+                      data_help="dataset folder (corpus*.jsonl, queries/qrels of the split)")
     p.add_argument("--out", required=True, help="model folder to write (new, or one written by lexsearch train)")
     p.add_argument("--folds", type=int, default=5, help="cross-fitting folds, also used for calibration (default 5)")
     p.add_argument("--no-calibrate", dest="calibrate", action="store_false",

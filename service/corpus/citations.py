@@ -45,6 +45,7 @@ Decisions worth knowing:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass
@@ -204,6 +205,7 @@ _GENERIC_LAW_WORDS = {
 }
 
 
+@functools.lru_cache(maxsize=1 << 16)  # pure; a search normalises every law name of the corpus
 def law_alias(name: str) -> str:
     """Normalise a law name for matching.
 

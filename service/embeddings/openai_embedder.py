@@ -15,6 +15,7 @@ import numpy as np
 
 from service.embeddings.base import character_windows, embed_in_windows
 from service.errors import ConfigError, EngineUnavailable
+from service.lazy import built_once
 
 if TYPE_CHECKING:
     import openai
@@ -92,13 +93,13 @@ class OpenAIEmbedder:
         return self._embed(texts)
 
     def _openai(self) -> openai.OpenAI:
-        with self._lock:
-            if self._client is None:
-                import openai
+        return built_once(self, "_client", self._lock, self._new_client)
 
-                self._client = openai.OpenAI(base_url=self.url, api_key=self._api_key or "unused",
-                                             timeout=self.timeout_s, max_retries=self.max_retries)
-            return self._client
+    def _new_client(self) -> openai.OpenAI:
+        import openai
+
+        return openai.OpenAI(base_url=self.url, api_key=self._api_key or "unused", timeout=self.timeout_s,
+                             max_retries=self.max_retries)
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         if isinstance(texts, str):

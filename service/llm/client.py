@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from service import json_strict
 from service.backoff import backoff_s
 from service.config import LlmSettings
+from service.lazy import built_once
 from service.llm.budget import CallBudget
 from service.llm.prompt import load_prompt
 
@@ -213,18 +214,18 @@ class LlmClient:
         self._client_lock = threading.Lock()
 
     def _openai(self) -> openai.OpenAI:
-        with self._client_lock:
-            if self._client is None:
-                import openai
+        return built_once(self, "_client", self._client_lock, self._new_client)
 
-                self._client = openai.OpenAI(
-                    base_url=self.settings.base_url,
-                    # Local OpenAI-compatible servers often need no key; the SDK insists on one.
-                    api_key=self.settings.api_key or "unused",
-                    timeout=self.settings.timeout_s,
-                    max_retries=0,  # our own policy below, so calls are counted and flagged
-                )
-            return self._client
+    def _new_client(self) -> openai.OpenAI:
+        import openai
+
+        return openai.OpenAI(
+            base_url=self.settings.base_url,
+            # Local OpenAI-compatible servers often need no key; the SDK insists on one.
+            api_key=self.settings.api_key or "unused",
+            timeout=self.settings.timeout_s,
+            max_retries=0,  # our own policy below, so calls are counted and flagged
+        )
 
     def complete_json(
         self,

@@ -23,7 +23,7 @@ from service.agents.factory import AgentFactory
 from service.analysis.chain import forget_cached_terms
 from service.backends.base import SearchBackend
 from service.config import EmbedderSettings, Settings
-from service.cpu import resolve
+from service.cpu import limit_blas_threads, resolve
 from service.embeddings.base import Embedder
 from service.embeddings.cache import CachedEmbedder
 from service.errors import IndexCorrupt, InvalidInput, LexsearchError
@@ -103,6 +103,7 @@ class Runtime:
     def __init__(self, settings: Settings, *, backend: SearchBackend | None = None,
                  embedder: CachedEmbedder | None = None) -> None:
         self.settings = resolve(settings)  # thread counts left automatic: those of one process
+        limit_blas_threads()
         self._backend = backend
         self._fixed_embedder = embedder
         self._embedders: dict[EmbedderSettings, CachedEmbedder] = {}

@@ -27,7 +27,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -103,23 +103,25 @@ def _add(pool: dict[str, Hit], doc_id: str, key: str, rank: int, source: str, qu
     hit.provenance.append(Provenance(source, 0, rank, query[:200]))
 
 
+@dataclass(frozen=True)
 class IssueSearch:
     """Searches each issue with its own quota and adds the finds to the pool.
 
-    Args:
+    Attributes:
         backend: the index.
         retrieval: the index's query embedder and fusion weights.
         hybrid: the fusion of the agentic pipeline's first pass.
+        quota, memory_quota, prefilter_quota: what each issue's hybrid pass, memory votes and
+            law-prefiltered pass add to the pool.
     """
 
-    def __init__(self, backend: SearchBackend, retrieval: IndexRetrieval, hybrid: HybridPipeline, *,
-                 quota: int = ISSUE_QUOTA, memory: int = ISSUE_MEMORY, prefilter: int = ISSUE_PREFILTER) -> None:
-        self.backend = backend
-        self.retrieval = retrieval
-        self.hybrid = hybrid
-        self.quota = quota
-        self.memory_quota = memory
-        self.prefilter_quota = prefilter
+    backend: SearchBackend
+    retrieval: IndexRetrieval
+    hybrid: HybridPipeline
+    _: KW_ONLY
+    quota: int = ISSUE_QUOTA
+    memory_quota: int = ISSUE_MEMORY
+    prefilter_quota: int = ISSUE_PREFILTER
 
     def search(self, texts: Sequence[str], *, index: str, language: str, lang: str, filters: Filters | None,
                pool: dict[str, Hit], classifier: LawClassifier | None, memory: QuestionMemory | None,

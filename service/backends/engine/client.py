@@ -45,6 +45,22 @@ class ProductApi:
     def _new_client(self) -> Any:
         raise NotImplementedError
 
+    def _common_client_options(self) -> dict[str, Any]:
+        """The client arguments both libraries name alike: TLS, and the retry policy. One immediate retry
+        covers a dropped keep-alive connection, and on a cluster every other node gets a try (connection
+        errors and 502/503/504, with elasticsearch-py also 429); timeouts are not retried."""
+        conn = self.connection
+        return {"ca_certs": conn.ca_cert or None, "verify_certs": conn.verify_certs,
+                "ssl_show_warn": conn.verify_certs, "max_retries": max(1, len(conn.urls)), "retry_on_timeout": False}
+
+    # The requests both libraries send alike (see :class:`EngineApi` for what each does).
+
+    def count(self, index: str) -> int:
+        return int(self.client.count(index=index)["count"])
+
+    def exists(self, name: str) -> bool:
+        return bool(self.client.indices.exists(index=name))
+
 
 class EngineApi(Protocol):
     """The requests lexsearch sends, implemented once per product for its client library.
