@@ -147,8 +147,8 @@ def section_lift(values: Mapping[str, float], candidates: Sequence[str], section
     better than the article itself, whose neighbours read alike; BM25 tells the article. A candidate
     without a section, or whose section the list did not find, keeps its own score (or none).
 
-    Example: kNN finds SchKG Art. 76 with 3.86 (z-score; list minimum -1.2) and Art. 74 of the same
-    section with -0.46; with ``share=0.5`` Art. 74 gets ``-1.2 + 0.5 * (3.86 + 1.2) = 1.33``.
+    Example: kNN finds SchKG Art. 76 with 3.86 (z-score; list minimum -1.03) and Art. 74 of the same
+    section with -0.46; with ``share=0.5`` Art. 74 gets ``-1.03 + 0.5 * (3.86 + 1.03) = 1.415``.
     """
     best: dict[str, float] = {}
     for doc_id, value in values.items():
