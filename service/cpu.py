@@ -19,10 +19,15 @@ setting                    0 (the default) means                       used by
                            (at least 1)                                torch), via :func:`limit_library_threads`
 (none)                     BLAS: always :data:`BLAS_THREADS` (1)       numpy/scipy outside the embedders
 ``embedder.threads``       ``cpu.threads``                             the embedding model
-``agents.workers``         ``cpu.threads``; with an LLM,               a round's rewrites in-process
+``agents.workers``         1 (offline rewriters); with an LLM,         a round's rewrites in-process
                            ``llm.max_concurrency`` (they wait for it)
 ``api.sync_threads``       2 x ``api.threads``                         searches at once per server process
 =========================  ==========================================  =====================================
+
+The offline rewriters run one after the other: they are Python holding the GIL, so threads only
+added thread starts and contention (GerLayQA dev, full agentic: 30 ms median one after the other
+against 55 ms on two threads, the same rankings). An LLM rewriter waits on the network, so a round's
+LLM calls run side by side.
 
 ``api.threads`` (4) is not derived: request threads mostly wait (for a search thread, for Redis,
 for the client), and the work they wait for is bounded by the threads above.
@@ -119,7 +124,7 @@ def resolve(settings: Settings, *, role: Role = "process") -> Settings:
         api={"workers": api.workers or cores, "sync_threads": api.sync_threads or 2 * api.threads},
         jobs={"worker_concurrency": jobs.worker_concurrency or cores},
         embedder={"threads": settings.embedder.threads or threads},
-        agents={"workers": agents.workers or (llm.max_concurrency if llm.enabled else threads)},
+        agents={"workers": agents.workers or (llm.max_concurrency if llm.enabled else 1)},
     )
 
 

@@ -30,7 +30,7 @@ def test_defaults_are_automatic_and_resolve_to_one_core_per_process() -> None:
     worker = resolve(raw, role="worker")
     assert (worker.jobs.worker_concurrency, worker.cpu.threads) == (4, 1)
     one = resolve(raw)
-    assert (one.cpu.threads, one.embedder.threads, one.agents.workers) == (4, 4, 4)
+    assert (one.cpu.threads, one.embedder.threads, one.agents.workers) == (4, 4, 1)  # offline rewriters: one thread
 
 
 def test_processes_and_threads_never_oversubscribe_the_cores() -> None:
