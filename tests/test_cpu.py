@@ -20,6 +20,15 @@ def settings(**env: str):
     return load_settings(environ={f"LEXSEARCH_{k.upper()}": v for k, v in env.items()})
 
 
+def python_output(code: str, **env: str) -> str:
+    """What ``code`` prints in a fresh interpreter with ``env`` added to the environment (it must succeed):
+    thread pools are per process, so each check needs one of its own."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, **env})
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
 def test_defaults_are_automatic_and_resolve_to_one_core_per_process() -> None:
     raw = settings(cpu_cores="4")
     assert (raw.cpu.threads, raw.api.workers, raw.api.sync_threads, raw.jobs.worker_concurrency,
@@ -90,10 +99,7 @@ def test_library_thread_limits_reach_loaded_pools_and_child_processes() -> None:
             "assert pools and all(p['num_threads'] == 1 for p in pools), pools; "
             "import subprocess, sys; print(subprocess.run([sys.executable, '-c', "
             "'import os; print(os.environ[\"OMP_NUM_THREADS\"])'], capture_output=True, text=True).stdout.strip())")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "OMP_NUM_THREADS": "7"})
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "1"
+    assert python_output(code, OMP_NUM_THREADS="7").strip() == "1"
 
 
 def test_blas_pools_get_one_thread_and_openmp_pools_the_share() -> None:
@@ -104,10 +110,7 @@ def test_blas_pools_get_one_thread_and_openmp_pools_the_share() -> None:
             "assert blas and set(blas) == {1}, pools; "
             "assert all(p['num_threads'] == 2 for p in pools if p['user_api'] == 'openmp'), pools; "
             "print(os.environ['OPENBLAS_NUM_THREADS'], os.environ['OMP_NUM_THREADS'])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "OPENBLAS_NUM_THREADS": "4", "OMP_NUM_THREADS": "4"})
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["1", "2"]
+    assert python_output(code, OPENBLAS_NUM_THREADS="4", OMP_NUM_THREADS="4").split() == ["1", "2"]
 
 
 def test_a_runtime_holds_blas_to_one_thread() -> None:
@@ -116,6 +119,4 @@ def test_a_runtime_holds_blas_to_one_thread() -> None:
             "Runtime(load_settings(environ={})); "
             "blas = [p['num_threads'] for p in threadpoolctl.threadpool_info() if p['user_api'] == 'blas']; "
             "assert blas and set(blas) == {1}, blas")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "OPENBLAS_NUM_THREADS": "2"})
-    assert out.returncode == 0, out.stderr
+    python_output(code, OPENBLAS_NUM_THREADS="2")
