@@ -140,6 +140,10 @@ class EngineSettings:
     """Primary shards of new indices (BM25 statistics stay global through ``search_type``)."""
     replicas: int = 0
     """Replica copies of each shard of new indices; 1 or more lets a cluster lose a node."""
+    load_replicas: int = -1
+    """Replica copies while a rebuilt version is bulk-loaded (-1 = ``replicas``). 0 indexes each document
+    once and has the engine copy the merged shards to their replicas when the version is published: about
+    half the indexing work on a cluster, but a node lost during the load fails it (the live version stays)."""
     fusion: str = "client"
     """Hybrid fusion: client (lexsearch fuses the BM25 and kNN lists, on every backend) or engine
     (OpenSearch's hybrid query and a search pipeline fuse them; retrieval.fusion picks RRF or linear)."""
@@ -163,10 +167,17 @@ class EngineSettings:
     force_merge: bool = True
     """Merge a rebuilt index to one segment before it goes live (faster kNN, exact BM25 statistics)."""
 
+    @property
+    def replicas_while_loading(self) -> int:
+        """Replica copies of a version being bulk-loaded (``load_replicas``, else ``replicas``)."""
+        return self.replicas if self.load_replicas < 0 else self.load_replicas
+
     def problems(self) -> list[str]:
         out = []
         if self.shards < 1 or self.replicas < 0:
             out.append("engine.shards must be >= 1 and engine.replicas >= 0")
+        if self.load_replicas < -1:
+            out.append("engine.load_replicas must be -1 (as engine.replicas) or >= 0")
         out += _not_either("engine.fusion", self.fusion, ("client", "engine"))
         out += _not_one_of("engine.search_type", self.search_type, SEARCH_TYPES)
         out += _below(1, "at least 1", "engine", self, "bulk_chunk", "knn_candidates", "hnsw_m", "hnsw_ef_construction")

@@ -126,6 +126,11 @@ class ElasticsearchApi(ProductApi):
         self.client.options(request_timeout=max(self.options.bulk_timeout_s, 1800.0)).indices.forcemerge(
             index=index, max_num_segments=1)
 
+    def wait_for_green(self, index: str, timeout_s: float) -> str:
+        health = self.client.options(request_timeout=timeout_s + 10.0).cluster.health(
+            index=index, wait_for_status="green", timeout=f"{int(timeout_s)}s").body
+        return str(health["status"])
+
     def analyze(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
         return self.client.indices.analyze(**body).body
 

@@ -138,6 +138,12 @@ class OpenSearchApi(ProductApi):
         self.client.indices.forcemerge(index=index, max_num_segments=1,
                                        request_timeout=max(self.options.bulk_timeout_s, 1800.0))
 
+    def wait_for_green(self, index: str, timeout_s: float) -> str:
+        health = self.client.cluster.health(index=index, params={"wait_for_status": "green",
+                                                                 "timeout": f"{int(timeout_s)}s"},
+                                            request_timeout=timeout_s + 10.0)
+        return str(health["status"])
+
     def analyze(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
         return self.client.indices.analyze(body=dict(body))
 

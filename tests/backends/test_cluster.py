@@ -260,3 +260,31 @@ def test_bulk_index_completes_through_a_node_loss(whole, mini_docs, use_embedder
         assert sorted(cluster.pids()) == [0, 1]
     finally:
         backend.drop(name)
+
+
+def test_a_load_without_replicas_gets_them_when_published(whole, mini_docs, use_embedder) -> None:
+    """``engine.load_replicas = 0``: the version is loaded with no replica, and published with ``replicas``."""
+    _, make = whole
+    backend = make(options=replace(SHARDED, load_replicas=0))
+    name = unique_index("cluster-load")
+    vectors = use_embedder.embed_documents([embedding_text(d) for d in mini_docs])
+    physical = backend.create_version(name, language="", dim=use_embedder.dim, embedder=use_embedder.name)
+    try:
+        assert replica_setting(backend, physical) == 0
+        report = backend.write(physical, mini_docs, vectors)
+        assert report.indexed == len(mini_docs) and not report.failed
+        backend.publish(name, physical)
+        assert replica_setting(backend, physical) == 1
+        assert backend.api.wait_for_green(physical, 1.0) == "green"  # publish waited for the copies
+        assert backend.count(name) == len(mini_docs)
+    finally:
+        backend.drop(name)
+
+
+def replica_setting(backend: EngineBackend, index: str) -> int:
+    client = backend.api.client
+    if isinstance(backend, OpenSearchBackend):
+        found = client.indices.get_settings(index=index, name="index.number_of_replicas", flat_settings=True)
+    else:
+        found = client.indices.get_settings(index=index, name="index.number_of_replicas", flat_settings=True).body
+    return int(found[index]["settings"]["index.number_of_replicas"])

@@ -137,6 +137,10 @@ class EngineApi(Protocol):
     def forcemerge(self, index: str) -> None:
         """``POST index/_forcemerge?max_num_segments=1``, waiting for it."""
 
+    def wait_for_green(self, index: str, timeout_s: float) -> str:
+        """``GET _cluster/health/index?wait_for_status=green``: the index's health once every copy of
+        its shards is allocated, or when ``timeout_s`` ran out (then ``yellow`` or ``red``)."""
+
     def analyze(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
         """``POST _analyze`` with an ad-hoc chain."""
 

@@ -114,7 +114,8 @@ class IndexLifecycle:
 
     def create_version(self, name: str, *, language: str, dim: int, embedder: str,
                        kind: CorpusKind | str = CorpusKind.DECISIONS) -> str:
-        """Create the next version ``name-vN`` (not yet behind the alias; refresh off for bulk loading).
+        """Create the next version ``name-vN`` (not yet behind the alias; refresh off for bulk loading, and
+        ``engine.load_replicas`` replicas).
 
         Returns:
             The physical index name; write into it, then :meth:`publish` or :meth:`discard`.
@@ -134,7 +135,8 @@ class IndexLifecycle:
         return physical
 
     def publish(self, name: str, physical: str) -> list[str]:
-        """Make ``physical`` live: refresh (and force-merge), swap the alias atomically, delete older versions.
+        """Make ``physical`` live: refresh (and force-merge), add the replicas a load left out
+        (``engine.load_replicas``), swap the alias atomically, delete older versions.
 
         Returns:
             The indices deleted.
@@ -144,6 +146,8 @@ class IndexLifecycle:
         call("refresh", self.api.refresh, physical, index=physical)
         if self.options.force_merge:
             call("force-merge", self.api.forcemerge, physical, index=physical)
+        if self.options.replicas_while_loading != self.options.replicas:
+            self._add_replicas(physical)
         current = self.alias_targets(name)
         call("swap the alias", self.api.update_aliases, req.alias_swap_actions(name, physical, current), index=name)
         with self._lock:
@@ -155,6 +159,20 @@ class IndexLifecycle:
             call("delete old versions", self.api.delete_indices, stale, index=name)
         self.catalog.forget(name, physical)
         return stale
+
+    def _add_replicas(self, physical: str) -> None:
+        """Give a version loaded with ``engine.load_replicas`` its ``engine.replicas`` and wait until they
+        are copied (the merged segments are copied, not re-indexed). A cluster that cannot place them
+        (fewer nodes than copies) stays yellow: that is logged, and the version goes live as it would
+        have been created."""
+        call = self.client.call
+        call("add replicas", self.api.put_settings, physical,
+             {"index": {"number_of_replicas": self.options.replicas}}, index=physical)
+        timeout_s = max(self.options.bulk_timeout_s, 1800.0)
+        status = call("wait for the replicas", self.api.wait_for_green, physical, timeout_s, index=physical)
+        if status != "green":
+            log.warning("%s is %s after %.0f s: not every replica of its shards is allocated yet", physical,
+                        status, timeout_s)
 
     def discard(self, physical: str) -> None:
         """Delete an unpublished version (after a failed build)."""
@@ -189,7 +207,9 @@ class IndexLifecycle:
             self.api.engine, dim=dim, embedder=embedder, language=language, kind=CorpusKind(kind),
             languages=languages,
             hnsw=HnswParams(self.options.hnsw_m, self.options.hnsw_ef_construction),
-            shards=self.options.shards, replicas=self.options.replicas, bulk_loading=bulk_loading,
+            shards=self.options.shards,
+            replicas=self.options.replicas_while_loading if bulk_loading else self.options.replicas,
+            bulk_loading=bulk_loading,
             created=datetime.now(UTC).isoformat(timespec="seconds"),
         )
 
