@@ -3,6 +3,7 @@ input checks, and pipelines that use the models."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -98,6 +99,26 @@ def test_pipelines_use_the_trained_models(trained) -> None:
     plain = rt.pipeline("hybrid").run(request)  # reads the weights from the model folder's manifest alone
     assert plain.trace["fusion_weights"] == {**load_models(out).fusion.to_dict(), "source": "model"}
     assert all(np.isfinite(h.score) for h in hybrid.hits)
+
+
+def test_rerank_depth_scores_the_head_and_keeps_the_rest_in_fusion_order(trained) -> None:
+    """``rerank_depth`` (routing tier 1): the reranker orders the fusion's first N and the other sources'
+    finds as it would in the whole pool; the rest follow in fusion order, scored below them."""
+    runtime, out, report, _ = trained
+    rt = Runtime(runtime.settings.replace(index={"model_dir": str(out)}), backend=runtime.backend,
+                 embedder=runtime.embedder)
+    pipe = rt.pipeline("hybrid+rerank")
+    query = "用人单位辞退劳动者应该提前多久告知？"
+    whole = pipe.run(SearchRequest(query, index=report["index"], k=500, options={"rerank_depth": 0})).hits
+    cut = pipe.run(SearchRequest(query, index=report["index"], k=30, options={"rerank_depth": 5})).hits
+    assert len(cut) == 30 and len(whole) > 30
+    head = [h for h in cut if h.ranks.get("hybrid", 0) <= 5]
+    tail = [h for h in cut if h.ranks.get("hybrid", 0) > 5]
+    assert cut == head + tail and len(head) >= 5
+    assert [h.ranks["hybrid"] for h in tail] == sorted(h.ranks["hybrid"] for h in tail)
+    head_ids = {h.doc_id for h in head}
+    assert [h.doc_id for h in head] == [h.doc_id for h in whole if h.doc_id in head_ids]
+    assert all(a.score > b.score for a, b in itertools.pairwise(cut))
 
 
 def test_a_model_trained_with_another_embedder_is_refused(trained) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 
 from service.backends.base import SearchBackend
 from service.config import Settings
-from service.corpus.model import Query
+from service.corpus.model import Hit, Query
 from service.models import TrainedModels
 from service.pipelines.agentic_state import AgenticState
 from service.pipelines.base import SearchResponse
@@ -58,10 +58,11 @@ class AgenticFinish:
         """The top ``k`` of the pool by the requested reranker; ``learned`` is the pipeline's trained model."""
         watch = Stopwatch()
         request = state.search_request()
-        hits = list(state.pool.values())
-        with watch.stage("features"):
-            features = pool_features(hits, self.feature_context(state, resources, models))
+        pool = list(state.pool.values())
         reranker, note = choose_reranker(state.options.reranker, replace(self.rerankers, learned=learned))
+        hits, tail = _head_and_tail(pool, state.options.rerank_depth if reranker.uses_features else 0)
+        with watch.stage("features"):
+            features = pool_features(pool, self.feature_context(state, resources, models), rows=hits)
         learned_order = learned if reranker.reads_documents else None
         light_order = [] if reranker.uses_features or learned_order is not None else pool_order(state, resources.graph)
         context = RerankContext(features=features, feature_names=FEATURE_NAMES, fallback=light_order,
@@ -78,6 +79,8 @@ class AgenticFinish:
             if balanced:
                 reserve = models.issue_reserve if models is not None and models.issue_reserve is not None else RESERVE
                 ranked = balance(ranked, len(state.issues), reserve=reserve, label=reranker.name)[: request.k]
+            if tail and len(ranked) < request.k:
+                ranked += _after(ranked, tail[: request.k - len(ranked)], reranker.name)
         notes = dict(context.notes)
         if notes.get("llm"):
             state.count_llm([notes["llm"]])
@@ -96,6 +99,26 @@ class AgenticFinish:
             depth=max(int(state.request["k"]), self.settings.retrieval.depth),
             issues=[_issue_context(IssueEvidence.from_json(i)) for i in state.issues],
             cocitation={d: (v[0], v[1]) for d, v in state.cocitation.items()})
+
+
+def _head_and_tail(pool: list[Hit], depth: int) -> tuple[list[Hit], list[Hit]]:
+    """The candidates a reranker scores (``rerank_depth``, see :class:`AgenticOptions`) and the rest, in
+    fusion order; with ``depth`` 0 (or a pool no deeper) the whole pool and nothing."""
+    if depth <= 0 or len(pool) <= depth:
+        return pool, []
+    head = [h for h in pool if h.ranks.get("hybrid", 0) <= depth]
+    tail = sorted((h for h in pool if h.ranks.get("hybrid", 0) > depth), key=lambda h: h.ranks["hybrid"])
+    return head, tail
+
+
+def _after(ranked: list[Hit], tail: list[Hit], label: str) -> list[Hit]:
+    """``tail`` in its order, ranked and scored below the last of ``ranked`` (as the reranker records its own)."""
+    floor = min((h.score for h in ranked), default=0.0)
+    for i, hit in enumerate(tail, start=1):
+        hit.score = floor - i
+        hit.scores[label] = hit.score
+        hit.ranks[label] = len(ranked) + i
+    return tail
 
 
 def _issue_context(evidence: IssueEvidence) -> IssueContext:

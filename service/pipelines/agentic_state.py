@@ -48,6 +48,10 @@ class AgenticOptions:
         sections: the section pass of the prefilter for the whole question (the most likely sections'
             articles). Off by default: it lost recall on STARD dev and MRR on COLIEE dev (docs/BENCHMARKS.md,
             "Multi-issue questions"); the issues of a multi-issue question keep their own section passes.
+        rerank_depth: a reranker that scores features scores only the pool's first ``rerank_depth`` by
+            the hybrid fusion and every candidate another source added (memory, cited articles,
+            co-citation, agents); the rest follow in fusion order. 0 = the whole pool. Routing tier 1 uses
+            it to stay cheap (docs/ROUTING.md).
     """
 
     reranker: str = "learned"
@@ -61,6 +65,7 @@ class AgenticOptions:
     cocitation: bool = True
     balance: bool = True
     sections: bool = False
+    rerank_depth: int = 0
 
     @classmethod
     def parse(cls, options: Mapping[str, Any], defaults: AgenticOptions) -> AgenticOptions:
@@ -85,6 +90,9 @@ class AgenticOptions:
         rounds = option_int(options, "max_rounds", None, low=0, high=4)
         if rounds is not None:
             values["max_rounds"] = rounds
+        depth = option_int(options, "rerank_depth", None, low=0, high=100_000)
+        if depth is not None:
+            values["rerank_depth"] = depth
         for name in ("prefilter", "hyde", "citations", "issues", "quotas", "cocitation", "balance",
                      "sections"):
             if options.get(name) not in (None, ""):
@@ -95,7 +103,7 @@ class AgenticOptions:
         return {"reranker": self.reranker, "agents": list(self.agents), "max_rounds": self.max_rounds,
                 "prefilter": self.prefilter, "hyde": self.hyde, "citations": self.citations, "issues": self.issues,
                 "quotas": self.quotas, "cocitation": self.cocitation, "balance": self.balance,
-                "sections": self.sections}
+                "sections": self.sections, "rerank_depth": self.rerank_depth}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AgenticOptions:
@@ -103,7 +111,7 @@ class AgenticOptions:
                    prefilter=bool(data["prefilter"]), hyde=bool(data["hyde"]), citations=bool(data["citations"]),
                    issues=bool(data.get("issues", True)), quotas=bool(data.get("quotas", True)),
                    cocitation=bool(data.get("cocitation", True)), balance=bool(data.get("balance", True)),
-                   sections=bool(data.get("sections", False)))
+                   sections=bool(data.get("sections", False)), rerank_depth=int(data.get("rerank_depth", 0)))
 
 
 # ----- state and steps -------------------------------------------------------------------------

@@ -187,9 +187,14 @@ def static_columns(graph: CorpusGraph | None, prior: ArticlePrior | None) -> Sta
     return StaticColumns(graph, prior)
 
 
-def pool_features(hits: Sequence[Hit], ctx: FeatureContext) -> np.ndarray:
-    """The feature matrix of the pool, ``(len(hits), len(FEATURE_NAMES))`` float32."""
-    if not hits:
+def pool_features(hits: Sequence[Hit], ctx: FeatureContext, *, rows: Sequence[Hit] | None = None) -> np.ndarray:
+    """The feature matrix of the pool, ``(len(hits), len(FEATURE_NAMES))`` float32.
+
+    ``rows`` builds the rows of those hits only, ``(len(rows), ...)``; the pool-level values (z-scores,
+    the first pass's best candidates) still come from all of ``hits``, so each row is the one the
+    whole pool would give it.
+    """
+    if not hits or (rows is not None and not rows):
         return np.zeros((0, len(FEATURE_NAMES)), dtype=np.float32)
     col = _COL
     log = math.log
@@ -237,10 +242,10 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext) -> np.ndarray:
     template[col["memory_top_sim"]] = ctx.memory_top_sim
     if not agents_ran:  # the agent columns of a pool no agent added to
         _agent_columns(template, Hit(doc_id="", score=0.0), missing_rank)
-    rows = []
-    for hit in hits:
+    matrix = []
+    for hit in hits if rows is None else rows:
         row = template.copy()
-        rows.append(row)
+        matrix.append(row)
         d = hit.doc_id
         scores, ranks = hit.scores, hit.ranks
         bm25_rank, knn_rank, hybrid_rank = ranks.get("bm25"), ranks.get("knn"), ranks.get("hybrid")
@@ -297,7 +302,7 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext) -> np.ndarray:
         cocited = cocitation.get(d)
         if cocited is not None:
             row[col["cocite_support"]], row[col["cocite_max"]] = cocited
-    return np.asarray(rows, dtype=np.float32)
+    return np.asarray(matrix, dtype=np.float32)
 
 
 _ISSUE_COPIES = tuple((_COL[a], _COL[b]) for a, b in (

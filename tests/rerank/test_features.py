@@ -123,3 +123,12 @@ def test_document_columns_are_cached_per_graph_and_prior() -> None:
     assert np.array_equal(first, again)
     assert first[1][COL["prior_log"]] == pytest.approx(math.log(2)) and other[1][COL["prior_log"]] == 0.0
     assert other[0][COL["prior_log"]] == pytest.approx(math.log(2))
+
+
+def test_rows_of_some_hits_are_those_the_whole_pool_gives_them() -> None:
+    ctx = FeatureContext(graph=_graph(), law_probabilities={"OR": 0.9, "ZGB": 0.1})
+    hits = _hits()
+    whole = pool_features(hits, ctx)
+    some = pool_features(hits, ctx, rows=[hits[2], hits[0]])
+    assert np.array_equal(some, whole[[2, 0]])
+    assert pool_features(hits, ctx, rows=[]).shape == (0, len(FEATURE_NAMES))
