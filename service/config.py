@@ -436,7 +436,7 @@ class RoutingTier:
 
 DEFAULT_TIERS: tuple[RoutingTier, ...] = tuple(RoutingTier.parse(spec) for spec in (
     "hybrid",
-    "hybrid+rerank: reranker=learned;rerank_depth=50",
+    "hybrid+rerank: reranker=learned",
     "agentic: reranker=learned;agents=terminology,conditions,supportive,repair;max_rounds=2;prefilter=0;citations=0;"
     "hyde=0",
     "agentic: reranker=auto;agents=terminology,conditions,decompose,supportive,repair;max_rounds=3;prefilter=1;"
