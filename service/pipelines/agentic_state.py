@@ -50,8 +50,8 @@ class AgenticOptions:
             "Multi-issue questions"); the issues of a multi-issue question keep their own section passes.
         rerank_depth: a reranker that scores features scores only the pool's first ``rerank_depth`` by
             the hybrid fusion and every candidate another source added (memory, cited articles,
-            co-citation, agents); the rest follow in fusion order. 0 = the whole pool. Routing tier 1 uses
-            it to make routing tier 1 cheaper (docs/ROUTING.md).
+            co-citation, agents); the rest follow in fusion order. 0 = the whole pool. Meant to make
+            routing tier 1 cheaper (docs/ROUTING.md).
     """
 
     reranker: str = "learned"
