@@ -168,6 +168,12 @@ class EngineSettings:
     """Merge a rebuilt index to one segment before it goes live (faster kNN, exact BM25 statistics)."""
 
     @property
+    def long_wait_s(self) -> float:
+        """How long the client waits for an operation that takes minutes on large indices (a force-merge,
+        replicas being copied): ``bulk_timeout_s``, at least 30 minutes."""
+        return max(self.bulk_timeout_s, 1800.0)
+
+    @property
     def replicas_while_loading(self) -> int:
         """Replica copies of a version being bulk-loaded (``load_replicas``, else ``replicas``)."""
         return self.replicas if self.load_replicas < 0 else self.load_replicas

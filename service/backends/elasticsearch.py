@@ -123,7 +123,7 @@ class ElasticsearchApi(ProductApi):
         self.slow().indices.refresh(index=index)
 
     def forcemerge(self, index: str) -> None:
-        self.client.options(request_timeout=max(self.options.bulk_timeout_s, 1800.0)).indices.forcemerge(
+        self.client.options(request_timeout=self.options.long_wait_s).indices.forcemerge(
             index=index, max_num_segments=1)
 
     def wait_for_green(self, index: str, timeout_s: float) -> str:

@@ -136,7 +136,7 @@ class OpenSearchApi(ProductApi):
     def forcemerge(self, index: str) -> None:
         # merging HNSW graphs takes minutes on large corpora; the call waits for it
         self.client.indices.forcemerge(index=index, max_num_segments=1,
-                                       request_timeout=max(self.options.bulk_timeout_s, 1800.0))
+                                       request_timeout=self.options.long_wait_s)
 
     def wait_for_green(self, index: str, timeout_s: float) -> str:
         health = self.client.cluster.health(index=index, params={"wait_for_status": "green",

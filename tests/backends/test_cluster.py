@@ -83,14 +83,7 @@ def sharded_index(make: MakeBackend, docs: list[LegalDoc], embedder, prefix: str
 
 def wait_for_green(backend: EngineBackend, name: str) -> None:
     """Until every replica is allocated (a node loss must not lose a shard)."""
-    client = backend.api.client
-    if isinstance(backend, OpenSearchBackend):
-        health = client.cluster.health(index=name, params={"wait_for_status": "green", "timeout": "120s"},
-                                       request_timeout=130)
-    else:
-        health = client.options(request_timeout=130).cluster.health(index=name, wait_for_status="green",
-                                                                     timeout="120s").body
-    assert health["status"] == "green", health
+    assert backend.api.wait_for_green(name, 120.0) == "green"
 
 
 class TestShardedConformance(BackendConformance):

@@ -168,7 +168,7 @@ class IndexLifecycle:
         call = self.client.call
         call("add replicas", self.api.put_settings, physical,
              {"index": {"number_of_replicas": self.options.replicas}}, index=physical)
-        timeout_s = max(self.options.bulk_timeout_s, 1800.0)
+        timeout_s = self.options.long_wait_s
         status = call("wait for the replicas", self.api.wait_for_green, physical, timeout_s, index=physical)
         if status != "green":
             log.warning("%s is %s after %.0f s: not every replica of its shards is allocated yet", physical,
