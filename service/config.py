@@ -157,7 +157,7 @@ class EngineSettings:
     bulk_backoff_s: float = 1.0
     """First backoff; doubled on every retry."""
     bulk_timeout_s: float = 120.0
-    """Timeout of one bulk, refresh or force-merge request."""
+    """Timeout of one bulk, refresh or admin request."""
     knn_candidates: int = 100
     """HNSW beam width floor per kNN search (num_candidates on Elasticsearch)."""
     hnsw_m: int = 32
@@ -166,11 +166,14 @@ class EngineSettings:
     """Synonym file in the engine's config folder, with {lang}, e.g. analysis/legal-synonyms-{lang}.txt."""
     force_merge: bool = True
     """Merge a rebuilt index to one segment before it goes live (faster kNN, exact BM25 statistics)."""
+    force_merge_timeout_s: float = 14_400.0
+    """How long ``publish`` waits for the force-merge, a cluster task that the client polls (no request is
+    held open): 45 minutes for 1,000,000 documents on three 1 GB nodes (docs/SCALING.md)."""
 
     @property
-    def long_wait_s(self) -> float:
-        """How long the client waits for an operation that takes minutes on large indices (a force-merge,
-        replicas being copied): ``bulk_timeout_s``, at least 30 minutes."""
+    def replica_wait_s(self) -> float:
+        """How long ``publish`` waits for replicas being copied (one health request held open):
+        ``bulk_timeout_s``, at least 30 minutes."""
         return max(self.bulk_timeout_s, 1800.0)
 
     @property
@@ -189,6 +192,8 @@ class EngineSettings:
         out += _below(1, "at least 1", "engine", self, "bulk_chunk", "knn_candidates", "hnsw_m", "hnsw_ef_construction")
         if self.bulk_retries < 0 or self.bulk_backoff_s < 0 or self.bulk_timeout_s <= 0:
             out.append("engine.bulk_retries and engine.bulk_backoff_s must be >= 0, engine.bulk_timeout_s positive")
+        if not self.force_merge_timeout_s > 0:
+            out.append("engine.force_merge_timeout_s must be positive")
         if self.synonyms_path and "{lang}" not in self.synonyms_path:
             out.append("engine.synonyms_path must contain {lang}, e.g. analysis/legal-synonyms-{lang}.txt")
         return out + _missing_file("engine.field_map", self.field_map)

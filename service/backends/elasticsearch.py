@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -122,9 +123,17 @@ class ElasticsearchApi(ProductApi):
     def refresh(self, index: str) -> None:
         self.slow().indices.refresh(index=index)
 
-    def forcemerge(self, index: str) -> None:
-        self.client.options(request_timeout=self.options.long_wait_s).indices.forcemerge(
-            index=index, max_num_segments=1)
+    def start_forcemerge(self, index: str) -> str:
+        started = self.slow().indices.forcemerge(index=index, max_num_segments=1, wait_for_completion=False).body
+        return str(started["task"])
+
+    def task(self, task_id: str) -> Mapping[str, Any]:
+        from elasticsearch.exceptions import GeneralAvailabilityWarning
+
+        with warnings.catch_warnings():
+            # the client marks the tasks API "technical preview"; GET _tasks/<id> has been stable since 5.x
+            warnings.simplefilter("ignore", GeneralAvailabilityWarning)
+            return dict(self.slow().tasks.get(task_id=task_id).body)
 
     def wait_for_green(self, index: str, timeout_s: float) -> str:
         health = self.client.options(request_timeout=timeout_s + 10.0).cluster.health(

@@ -133,10 +133,13 @@ class OpenSearchApi(ProductApi):
     def refresh(self, index: str) -> None:
         self.client.indices.refresh(index=index, request_timeout=self.options.bulk_timeout_s)
 
-    def forcemerge(self, index: str) -> None:
-        # merging HNSW graphs takes minutes on large corpora; the call waits for it
-        self.client.indices.forcemerge(index=index, max_num_segments=1,
-                                       request_timeout=self.options.long_wait_s)
+    def start_forcemerge(self, index: str) -> str:
+        started = self.client.indices.forcemerge(index=index, max_num_segments=1, wait_for_completion=False,
+                                                 request_timeout=self.options.bulk_timeout_s)
+        return str(started["task"])
+
+    def task(self, task_id: str) -> Mapping[str, Any]:
+        return dict(self.client.tasks.get(task_id=task_id, request_timeout=self.options.bulk_timeout_s))
 
     def wait_for_green(self, index: str, timeout_s: float) -> str:
         health = self.client.cluster.health(index=index, params={"wait_for_status": "green",

@@ -20,6 +20,7 @@ import pytest
 from service.analysis.chain import analyzer_for
 from service.backends import _requests as req
 from service.backends.engine.backend import EngineBackend
+from service.backends.engine.tasks import task_failure, wait_for_task
 from service.backends.fieldmap import load_field_map
 from service.config import EngineSettings
 from service.corpus.model import Filters, LegalDoc
@@ -239,6 +240,18 @@ class EngineAcceptance:
             backend.api.put_settings(physical, unblock)
         assert report.indexed == 0 and set(report.failed) == {d.id for d in docs[:3]}
         assert all("HTTP 429" in reason for reason in report.failed.values())
+
+    def test_publish_force_merges_as_a_task_it_polls(self, engine, cleanup, mini_docs, use_embedder) -> None:
+        backend, name = self._indexed(engine, cleanup, mini_docs, use_embedder, "merge")
+        physical = backend.alias_targets(name)[0]
+        answer = backend.api.client.indices.segments(index=physical)
+        shards = getattr(answer, "body", answer)["indices"][physical]["shards"]
+        # publish merged every shard to one segment
+        assert shards and all(copy["num_search_segments"] == 1 for copies in shards.values() for copy in copies)
+        task_id = backend.api.start_forcemerge(physical)
+        status = wait_for_task(lambda: backend.api.task(task_id), timeout_s=60, what="the force-merge")
+        assert status["completed"] and task_failure(status) == ""
+        assert status["task"]["action"] == "indices:admin/forcemerge"
 
     def test_index_errors_are_clear(self, engine, cleanup, mini_docs, use_embedder) -> None:
         backend = engine.backend()

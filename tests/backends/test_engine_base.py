@@ -150,6 +150,8 @@ def test_invalid_engine_settings_are_reported() -> None:
         load_settings(environ={"LEXSEARCH_ENGINE_SEARCH_TYPE": "dfs"})
     with pytest.raises(ConfigError, match=r"engine\.fusion must be client or engine"):
         load_settings(environ={"LEXSEARCH_ENGINE_FUSION": "server"})
+    with pytest.raises(ConfigError, match=r"engine\.force_merge_timeout_s must be positive"):
+        load_settings(environ={"LEXSEARCH_ENGINE_FORCE_MERGE_TIMEOUT_S": "0"})
     with pytest.raises(ConfigError, match=r"engine\.field_map file not found"):
         load_settings(environ={"LEXSEARCH_ENGINE_FIELD_MAP": "/no/such/file.toml"})
     with pytest.raises(InvalidInput, match="must start with http"):

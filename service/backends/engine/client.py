@@ -134,8 +134,12 @@ class EngineApi(Protocol):
     def refresh(self, index: str) -> None:
         """``POST index/_refresh``."""
 
-    def forcemerge(self, index: str) -> None:
-        """``POST index/_forcemerge?max_num_segments=1``, waiting for it."""
+    def start_forcemerge(self, index: str) -> str:
+        """``POST index/_forcemerge?max_num_segments=1&wait_for_completion=false``: the id of the task
+        that merges (:mod:`service.backends.engine.tasks` waits for it)."""
+
+    def task(self, task_id: str) -> Mapping[str, Any]:
+        """``GET _tasks/<task_id>``: ``completed``, and once it is, ``response`` or ``error``."""
 
     def wait_for_green(self, index: str, timeout_s: float) -> str:
         """``GET _cluster/health/index?wait_for_status=green``: the index's health once every copy of

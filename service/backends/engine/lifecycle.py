@@ -21,6 +21,7 @@ from service.backends._analyzers import language_analyses
 from service.backends._requests import CorpusKind, HnswParams
 from service.backends.engine.client import EngineClient
 from service.backends.engine.facts import IndexCatalog, check_name
+from service.backends.engine.tasks import task_failure, wait_for_task
 from service.config import EngineSettings
 from service.errors import EngineUnavailable, IndexCorrupt, InvalidInput
 
@@ -145,7 +146,7 @@ class IndexLifecycle:
         call("apply live settings", self.api.put_settings, physical, {"index": req.LIVE_SETTINGS}, index=physical)
         call("refresh", self.api.refresh, physical, index=physical)
         if self.options.force_merge:
-            call("force-merge", self.api.forcemerge, physical, index=physical)
+            self._force_merge(physical)
         if self.options.replicas_while_loading != self.options.replicas:
             self._add_replicas(physical)
         current = self.alias_targets(name)
@@ -160,6 +161,19 @@ class IndexLifecycle:
         self.catalog.forget(name, physical)
         return stale
 
+    def _force_merge(self, physical: str) -> None:
+        """Merge ``physical`` to one segment a shard: a task of the cluster, polled until it ends
+        (``engine.force_merge_timeout_s``), so that no request is held open for the minutes it takes on
+        a large index."""
+        call = self.client.call
+        task_id = call("start the force-merge", self.api.start_forcemerge, physical, index=physical)
+        what = f"the force-merge of {physical} (task {task_id})"
+        status = wait_for_task(lambda: call(f"poll {what}", self.api.task, task_id),
+                               timeout_s=self.options.force_merge_timeout_s, what=what)
+        problem = task_failure(status)
+        if problem:
+            raise EngineUnavailable(f"{what} failed: {problem}; nothing was published")
+
     def _add_replicas(self, physical: str) -> None:
         """Give a version loaded with ``engine.load_replicas`` its ``engine.replicas`` and wait until they
         are copied (the merged segments are copied, not re-indexed). A cluster that cannot place them
@@ -168,7 +182,7 @@ class IndexLifecycle:
         call = self.client.call
         call("add replicas", self.api.put_settings, physical,
              {"index": {"number_of_replicas": self.options.replicas}}, index=physical)
-        timeout_s = self.options.long_wait_s
+        timeout_s = self.options.replica_wait_s
         status = call("wait for the replicas", self.api.wait_for_green, physical, timeout_s, index=physical)
         if status != "green":
             log.warning("%s is %s after %.0f s: not every replica of its shards is allocated yet", physical,
