@@ -122,18 +122,21 @@ class LawEvidence:
         shares = retrieval_shares(ranked_laws)
         named = named_laws(question, laws)
         cited = cited_laws(question, laws)
-        rows = np.empty((len(laws), len(FEATURES)), dtype=np.float64)
-        rows[:, 0] = [p.get(law, 0.0) for law in laws]
-        rows[:, 1] = [shares.get(law, 0.0) for law in laws]
+        # Most laws have no evidence at all: fill the few that do (a corpus can hold 1,000+ laws).
+        position = {law: i for i, law in enumerate(laws)}
+        rows = np.zeros((len(laws), len(FEATURES)), dtype=np.float64)
+        for column, values in ((0, p), (1, shares)):
+            for law, value in values.items():
+                if law in position:
+                    rows[position[law], column] = value
         np.log(rows[:, :2] + EPSILON, out=rows[:, :2])
-        rows[:, 2] = [law in named for law in laws]
-        rows[:, 3] = [law in cited for law in laws]
+        for column, found in ((2, named), (3, cited)):
+            rows[[position[law] for law in found if law in position], column] = 1.0
         return cls(laws, rows)
 
     def to_trace(self) -> dict[str, Any]:
-        named = [law for law, row in zip(self.laws, self.rows, strict=True) if row[2] > 0]
-        cited = [law for law, row in zip(self.laws, self.rows, strict=True) if row[3] > 0]
-        return {"named": named, "cited": cited}
+        return {"named": [self.laws[i] for i in np.flatnonzero(self.rows[:, 2] > 0)],
+                "cited": [self.laws[i] for i in np.flatnonzero(self.rows[:, 3] > 0)]}
 
 
 class LawMixer:
@@ -193,7 +196,8 @@ class LawMixer:
         p = np.exp(scores)
         p /= p.sum()
         order = np.argsort(-p, kind="stable")
-        return [(evidence.laws[i], float(p[i])) for i in order]
+        values = p.tolist()
+        return [(evidence.laws[i], values[i]) for i in order.tolist()]
 
     def to_json(self) -> dict[str, Any]:
         return {"features": list(FEATURES), "weights": [round(float(w), 6) for w in self.weights]}
