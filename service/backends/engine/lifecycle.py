@@ -169,7 +169,9 @@ class IndexLifecycle:
         task_id = call("start the force-merge", self.api.start_forcemerge, physical, index=physical)
         what = f"the force-merge of {physical} (task {task_id})"
         status = wait_for_task(lambda: call(f"poll {what}", self.api.task, task_id),
-                               timeout_s=self.options.force_merge_timeout_s, what=what)
+                               timeout_s=self.options.force_merge_timeout_s, what=what,
+                               advice="Nothing was published. Allow it longer (engine.force_merge_timeout_s) or "
+                                      "skip it (engine.force_merge = false), and index again")
         problem = task_failure(status)
         if problem:
             raise EngineUnavailable(f"{what} failed: {problem}; nothing was published")

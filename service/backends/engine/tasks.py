@@ -33,7 +33,7 @@ PROGRESS_EVERY_S = 60.0
 """How often a task still running is logged."""
 
 
-def wait_for_task(fetch: Callable[[], Mapping[str, Any]], *, timeout_s: float, what: str,
+def wait_for_task(fetch: Callable[[], Mapping[str, Any]], *, timeout_s: float, what: str, advice: str = "",
                   clock: Callable[[], float] = time.monotonic,
                   sleep: Callable[[float], None] = time.sleep) -> Mapping[str, Any]:
     """Poll a task until its status says ``completed``, and return that status.
@@ -42,6 +42,7 @@ def wait_for_task(fetch: Callable[[], Mapping[str, Any]], *, timeout_s: float, w
         fetch: one ``GET _tasks/<id>`` (the engine's answer as a mapping).
         timeout_s: how long to wait in all.
         what: the operation, for the log and the error ("the force-merge of statutes-v2").
+        advice: what the caller's user can do when the time runs out, appended to the error.
         clock, sleep: time sources (the loop's own tests pass a simulated clock).
 
     Raises:
@@ -57,10 +58,8 @@ def wait_for_task(fetch: Callable[[], Mapping[str, Any]], *, timeout_s: float, w
             return status
         now = clock()
         if now - started >= timeout_s:
-            raise EngineUnavailable(
-                f"{what} was still running after {now - started:.0f} s; the cluster goes on with it, but "
-                "nothing was published. Publish again when it has ended, or wait longer "
-                "(engine.force_merge_timeout_s)")
+            raise EngineUnavailable(f"{what} was still running after {now - started:.0f} s; the cluster goes "
+                                    f"on with it" + (f". {advice}" if advice else ""))
         if now - logged >= PROGRESS_EVERY_S:
             log.info("%s still running after %.0f s", what, now - started)
             logged = now
