@@ -24,7 +24,7 @@ def test_valid_index_names(name) -> None:
     check_name(name)
 
 
-@pytest.mark.parametrize("name", ["", "Upper", "has space", "-dash", "_under", "a/b", "a*", "a,b", ".."])
+@pytest.mark.parametrize("name", ["", "Upper", "has space", "-dash", "_under", "a/b", "a*", "a,b", "..", ".tasks"])
 def test_invalid_index_names(name) -> None:
     with pytest.raises(InvalidInput, match="invalid engine index name"):
         check_name(name)

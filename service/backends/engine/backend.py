@@ -40,6 +40,8 @@ from service.errors import EngineUnavailable, IndexCorrupt, InvalidInput
 
 log = logging.getLogger(__name__)
 
+NOT_SYSTEM = "*,-.*"
+"""Every index but those whose names start with a dot (the engine's own; lexsearch refuses such names)."""
 REINDEX_BATCH = 4096
 """Documents per write when :meth:`EngineBackend.reindex` copies an index into a new version."""
 
@@ -420,8 +422,10 @@ class EngineBackend:
 
     def list_indices(self) -> list[str]:
         """Names of the lexsearch indices on the node (aliases where there is one, else the index)."""
-        mappings = self.client.call("list indices", self.api.get_mapping, "*", index=None)
-        aliases = self.client.call("list indices", self.api.get_aliases, "*", index=None)
+        # not the engine's own indices: .tasks holds the results of force-merge tasks, and touching it
+        # draws a system-index warning on OpenSearch 2.x
+        mappings = self.client.call("list indices", self.api.get_mapping, NOT_SYSTEM, index=None)
+        aliases = self.client.call("list indices", self.api.get_aliases, NOT_SYSTEM, index=None)
         names = set()
         for index, body in mappings.items():
             if ((body.get("mappings") or {}).get("_meta") or {}).get("lexsearch") is None:

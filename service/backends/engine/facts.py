@@ -30,9 +30,9 @@ def check_name(name: str) -> None:
     Raises:
         InvalidInput: naming the rule that was broken.
     """
-    if not name or name in (".", "..") or name[0] in "-_+" or _BAD_NAME.search(name) or len(name) > 200:
+    if not name or name[0] in "-_+." or _BAD_NAME.search(name) or len(name) > 200:
         raise InvalidInput(f"invalid engine index name {name!r}: use lowercase letters, digits, '-' and '_', "
-                           "not starting with '-', '_' or '+'")
+                           "not starting with '-', '_', '+' or '.' (dot names belong to the engine)")
 
 
 @dataclass(frozen=True)
