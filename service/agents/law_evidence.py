@@ -130,8 +130,8 @@ class LawEvidence:
                 if law in position:
                     rows[position[law], column] = value
         np.log(rows[:, :2] + EPSILON, out=rows[:, :2])
-        for column, found in ((2, named), (3, cited)):
-            rows[[position[law] for law in found if law in position], column] = 1.0
+        for column, found in ((2, named), (3, cited)):  # both are subsets of ``laws``
+            rows[[position[law] for law in found], column] = 1.0
         return cls(laws, rows)
 
     def to_trace(self) -> dict[str, Any]:
