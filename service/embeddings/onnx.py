@@ -161,7 +161,8 @@ class OnnxEmbedder:
         repository: the local Maven repository ('' = ``$M2_REPO`` or ``~/.m2/repository``).
         max_tokens: longest input in tokens, special tokens included; longer texts are cut at the
             end (0 = the model's own limit). Part of ``name``, since it changes document vectors.
-        threads: texts embedded side by side (one forward pass each) in a batch of documents.
+        threads: the cores one call may use: texts embedded side by side (one forward pass each,
+            on one core) in a batch, or one text's pass split over that many cores.
 
     The model loads on first use (a missing jar is reported then). ``name``
     (``onnx:<model>@<max_tokens>``) keys the embedding cache and is recorded in the index, so vectors
@@ -183,6 +184,9 @@ class OnnxEmbedder:
         self._threads = max(1, threads)
         self._dim: int | None = None
         self._session: Any = None
+        """One thread per forward pass, for texts run side by side."""
+        self._solo_session: Any = None
+        """``threads`` threads for one pass, for a single text (a query): as many cores, one text."""
         self._tokenizer: Any = None
         self._inputs: set[str] = set()
         """The model's input names (known once it is loaded)."""
@@ -209,12 +213,18 @@ class OnnxEmbedder:
                 from tokenizers import Tokenizer
 
                 model_bytes, tokenizer_json = read_jar(self.jar)
-                options = ort.SessionOptions()
-                # One thread per pass: a short text's pass is too small to split well; several
-                # texts run side by side instead (``threads`` of them), each on its own core.
-                options.intra_op_num_threads = 1
-                options.inter_op_num_threads = 1
-                session = ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+
+                def session_of(threads: int) -> Any:
+                    options = ort.SessionOptions()
+                    options.intra_op_num_threads = threads
+                    options.inter_op_num_threads = 1
+                    return ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+
+                # Several texts run side by side, one core each; a lone text (a query, whose latency
+                # counts) splits its pass over the cores instead: 1.7 times faster on two cores, and
+                # the same vector bit for bit (measured; docs/BENCHMARKS.md, Embedders).
+                session = session_of(1)
+                self._solo_session = session_of(self._threads) if self._threads > 1 else session
                 tokenizer = Tokenizer.from_str(tokenizer_json)
                 tokenizer.no_padding()  # some bundled tokenizers pad every text to a fixed 128
                 tokenizer.enable_truncation(self.max_tokens)
@@ -229,7 +239,9 @@ class OnnxEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         inputs = [prefix + (t if t.strip() else ".") for t in texts]
-        if len(inputs) == 1 or self._threads == 1:
+        if len(inputs) == 1:
+            rows = [self._one(self._solo_session, tokenizer, inputs[0])]
+        elif self._threads == 1:
             rows = [self._one(session, tokenizer, text) for text in inputs]
         else:
             rows = list(self._pool_of_threads().map(lambda text: self._one(session, tokenizer, text), inputs))

@@ -40,6 +40,7 @@ def test_bge_zh_from_the_maven_repository(bge_zh: OnnxEmbedder) -> None:
 
 def test_a_vector_does_not_depend_on_its_batch(bge_zh: OnnxEmbedder) -> None:
     # The quantised model scales activations per forward pass; each text gets a pass of its own.
+    # A lone text's pass runs on two threads, a batch's passes on one each: the same vectors.
     texts = [DEPOSIT, UNRELATED, DEPOSIT * 3, "押金"]
     together = bge_zh.embed_documents(texts)
     alone = np.vstack([bge_zh.embed_documents([t]) for t in texts])
