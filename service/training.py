@@ -5,7 +5,8 @@ What is learned, all from the split's questions and their gold articles:
 1. the hybrid fusion weights (:func:`fit_fusion_weights`), the law/section classifier, the question
    memory, the article prior, the term mapping and the query adapter (fast, closed-form or convex fits);
 2. the planner policy: which agents bring gold articles the pool lacked, for which questions;
-3. the learned rerankers (LightGBM lambdarank) over agentic pools and over hybrid pools;
+3. the learned rerankers (LightGBM lambdarank, each the mean of :data:`RERANKER_MEMBERS` seeded
+   boosters) over agentic pools and over hybrid pools;
 4. the routing calibration: thresholds, gamma and the score-cliff cut of the routed pipeline.
 
 Steps 2 and 3 need pools that look like pools at search time. A model fitted on a question would
@@ -84,6 +85,9 @@ FOLDS = 5
 SEED = 13
 ROUND_GRID = (60, 120, 200, 300)
 """Boosting rounds tried in the cross-validation; the best is used for the final rerankers."""
+RERANKER_MEMBERS = 5
+"""Boosters (seeds) each learned reranker averages, in the cross-validation and in the served model
+(:class:`~service.rerank.learned.LearnedReranker`; docs/BENCHMARKS.md, "Rerankers averaged over seeds")."""
 
 DEFAULT_TARGETS = CalibrationTargets()
 """Routing calibration targets: 95 % of the top tier's Recall@10 at half its mean latency."""
@@ -290,9 +294,12 @@ def pool_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k
     return PoolRows(features, labels, number, [issue_of(h, issues) for h in hits], issues)
 
 
-def _fit(pools: Sequence[PoolRows], rounds: int, label: str = "learned") -> LearnedReranker:
+def _fit(pools: Sequence[PoolRows], rounds: int, threads: int, label: str = "learned") -> LearnedReranker:
+    """The reranker of ``pools``, trained on ``threads`` threads (``cpu.threads``: LightGBM's OpenMP
+    threads spin while they wait, so two trainings that each take every core stall each other)."""
     return LearnedReranker.fit(np.concatenate([p.features for p in pools]), np.concatenate([p.labels for p in pools]),
-                               [len(p.labels) for p in pools], FEATURE_NAMES, rounds=rounds, label=label)
+                               [len(p.labels) for p in pools], FEATURE_NAMES, rounds=rounds, label=label,
+                               members=RERANKER_MEMBERS, params={"num_threads": threads})
 
 
 @dataclass
@@ -320,7 +327,7 @@ class RerankerCV:
 
 
 def _cv_recall(pools: list[PoolRows], folds: list[list[int]], gold_counts: list[int], *, singles: int,
-               bar: tqdm | None = None) -> RerankerCV:
+               threads: int, bar: tqdm | None = None) -> RerankerCV:
     """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`
     and each balance reserve in :data:`~service.pipelines.issue_pool.RESERVES` (numbers below
     ``singles`` are the split's own questions, the rest joined ones), each own question's
@@ -338,11 +345,11 @@ def _cv_recall(pools: list[PoolRows], folds: list[list[int]], gold_counts: list[
         test = [p for p in pools if p.number in held_set]
         if not test:
             continue
-        model = models[f] = _fit(train, max(ROUND_GRID))
+        model = models[f] = _fit(train, max(ROUND_GRID), threads)
         matrix = np.concatenate([p.features for p in test])
         bounds = np.cumsum([0] + [len(p.labels) for p in test])
         for n in ROUND_GRID:
-            scores = model.booster.predict(matrix, num_iteration=n, num_threads=2)
+            scores = model.predict_first(matrix, n, threads=threads)
             for j, pool in enumerate(test):
                 part = scores[bounds[j]:bounds[j + 1]]
                 order = np.argsort(-part, kind="stable")
@@ -495,6 +502,11 @@ class TrainingRun:
     def bar(self, total: int, desc: str, unit: str = "q") -> tqdm:
         return tqdm(total=total, desc=desc, unit=unit, disable=not self.show_bars, leave=False)
 
+    @property
+    def threads(self) -> int:
+        """The computing threads of this process (``cpu.threads``, resolved by the runtime)."""
+        return max(1, self.runtime.settings.cpu.threads)
+
     def prepared(self) -> TrainingData:
         assert self.data is not None, "the prepare step runs first"
         return self.data
@@ -624,7 +636,8 @@ def step_rerankers(run: TrainingRun) -> None:
     singles = len(data.queries)
     run.say("cross-validating the rerankers")
     with run.bar(len(run.parts), "reranker cv", "fold") as bar:
-        cv = _cv_recall(run.agentic_groups, run.cv_folds, run.gold_counts, singles=singles, bar=bar)
+        cv = _cv_recall(run.agentic_groups, run.cv_folds, run.gold_counts, singles=singles, threads=run.threads,
+                        bar=bar)
     run.cv_rerankers = cv.models
     run.rounds = rounds = cv.best_rounds()
     run.issue_reserve = reserve = cv.best_reserve(rounds)
@@ -632,6 +645,7 @@ def step_rerankers(run: TrainingRun) -> None:
     own = [p for p in run.agentic_groups if p.number < singles]
     pool_recall = float(np.mean([p.labels.sum() / run.gold_counts[p.number] for p in own]))
     run.info["cv"] = {"agentic_recall@10": round(cv.singles[(rounds, reserve)], 4), "agentic_rounds": rounds,
+                      "reranker_members": RERANKER_MEMBERS,
                       "agentic_by_rounds": {str(n): round(cv.singles[(n, 0)], 4) for n in ROUND_GRID},
                       "pool_recall": round(pool_recall, 4),
                       "mean_pool": round(float(np.mean([len(p.labels) for p in own])), 1),
@@ -654,8 +668,8 @@ def step_final(run: TrainingRun) -> None:
     run.say("fitting the final models on the whole split")
     every = list(range(len(data.queries)))
     final = fit_parts(data, every, run.graph, run.vocabulary, run.runtime.index_embedder(run.index).name)
-    agentic = _fit(run.agentic_groups, run.rounds)  # the split's questions and the joined ones
-    hybrid = _fit(run.hybrid_groups, run.rounds, label="learned_hybrid")
+    agentic = _fit(run.agentic_groups, run.rounds, run.threads)  # the split's questions and the joined ones
+    hybrid = _fit(run.hybrid_groups, run.rounds, run.threads, label="learned_hybrid")
     run.models = replace(final, fusion=run.fusion.weights("model"), planner=run.policy, law_mixer=run.law_mixer,
                          citation_counter=run.citation_counter, issue_reserve=run.issue_reserve,
                          reranker_agentic=agentic, reranker_hybrid=hybrid)
@@ -804,7 +818,7 @@ def _held_out_models(run: TrainingRun, f: int) -> TrainedModels:
     rest = run.fold_rows(f)
     agentic = run.cv_rerankers[f].first(run.rounds)
     keep = set(rest)
-    hybrid = _fit([p for p in run.hybrid_groups if p.number in keep], run.rounds, label="learned_hybrid")
+    hybrid = _fit([p for p in run.hybrid_groups if p.number in keep], run.rounds, run.threads, label="learned_hybrid")
     return replace(run.fold_models[f], planner=_fit_policy(run.policy_rows, frozenset(run.parts[f])),
                    issue_reserve=run.issue_reserve, reranker_agentic=agentic, reranker_hybrid=hybrid,
                    info={"data": str(run.dataset.path), "split": f"{run.split} without calibration fold {f + 1}"})

@@ -60,7 +60,7 @@ def test_the_calibration_sample_is_spread_over_the_folds() -> None:
 
 
 def test_training_writes_every_component(trained) -> None:
-    _, out, report, _ = trained
+    runtime, out, report, _ = trained
     manifest = json.loads((out / "manifest.json").read_text())
     assert set(manifest["components"]) == {"law_classifier", "law_mixer", "memory", "prior", "term_mapping",
                                            "adapter", "vocabulary", "planner", "cocitation", "citation_counter",
@@ -76,6 +76,11 @@ def test_training_writes_every_component(trained) -> None:
     assert models is load_models(out)  # cached per process
     assert models.memory is not None and len(models.memory) == 8
     assert models.issue_reserve == report["cv"]["issue_reserve"] and models.cocitation is not None
+    # each reranker averages RERANKER_MEMBERS seeded boosters, stored as one model of all their trees
+    assert report["cv"]["reranker_members"] == training.RERANKER_MEMBERS == 5
+    assert models.reranker_agentic.booster.num_trees() == 5 * report["cv"]["agentic_rounds"]
+    # trained on the process's computing threads (cpu.threads), not on a fixed count
+    assert f"[num_threads: {runtime.settings.cpu.threads}]" in (out / "reranker_agentic.txt").read_text()
     assert models.law_probabilities("用人单位辞退劳动者") and models.prior.count("17083") == 1
     # The fusion weights fitted on the split's labels, with the curve that chose them.
     assert manifest["fusion"]["source"] == "model" and manifest["fusion"]["fusion"] == "linear-zscore"

@@ -4,9 +4,15 @@ Trained by ``lexsearch train`` on the training split's pools (built with cross-f
 the priors never saw the question they score), one query per group, relevance 1 for gold
 articles. Stored as LightGBM's text model plus the feature names it was trained with.
 
+A model may average several members that differ only in their seed (each round draws its own
+rows and features, ``bagging_fraction`` and ``feature_fraction``): on training splits of a few
+hundred questions one seed's draws move Recall@10 by points, and the mean of five is steadier
+and better (docs/BENCHMARKS.md, "Rerankers averaged over seeds"). The members are written as
+one model (:mod:`service.rerank.tree_average`), so loading and scoring do not change.
+
 Example::
 
-    model = LearnedReranker.fit(features, labels, groups)
+    model = LearnedReranker.fit(features, labels, groups, FEATURE_NAMES, members=5)
     ranked = model.rerank(query, pool, k=10, context=RerankContext(features=matrix, feature_names=FEATURE_NAMES))
 """
 
@@ -22,6 +28,7 @@ from service.corpus.model import Hit, Query
 from service.errors import ConfigError
 from service.rerank.base import RerankContext, Reranker, RerankerParts, in_order, ordered
 from service.rerank.compiled import TreeScorer
+from service.rerank.tree_average import average_boosters
 
 PARAMS: dict[str, Any] = {
     "objective": "lambdarank",
@@ -42,6 +49,8 @@ PARAMS: dict[str, Any] = {
 }
 ROUNDS = 300
 """Boosting rounds; chosen by 5-fold cross-validation on STARD fit."""
+MEMBER_SEEDS: tuple[int, ...] = (7, 11, 13, 17, 19, 23, 29, 31)
+"""The seeds of a model's members, in order (``members=m`` uses the first ``m``)."""
 
 
 class LearnedReranker:
@@ -51,14 +60,18 @@ class LearnedReranker:
         booster: the trained ``lightgbm.Booster``.
         feature_names: the columns it expects, in order.
         label: the key under which scores and ranks are recorded on hits.
+        members: the separate boosters ``booster`` averages, when they are known (a model fitted in
+            this process); :meth:`first` and :meth:`predict_first` cut each of them. ``None`` for
+            a loaded model: its trees can no longer be told apart.
     """
 
     uses_features = True
     reads_documents = False
 
     def __init__(self, booster: Any, feature_names: Sequence[str], *, label: str = "learned",
-                 scorer: TreeScorer | None = None) -> None:
+                 scorer: TreeScorer | None = None, members: Sequence[Any] | None = None) -> None:
         self.booster = booster
+        self.members = list(members) if members is not None else None
         self.feature_names = list(feature_names)
         self.name = label
         self.scorer = scorer or TreeScorer(booster)
@@ -70,11 +83,16 @@ class LearnedReranker:
 
     @classmethod
     def fit(cls, features: np.ndarray, labels: np.ndarray, groups: Sequence[int], feature_names: Sequence[str], *,
-            rounds: int = ROUNDS, params: dict[str, Any] | None = None, label: str = "learned") -> LearnedReranker:
+            rounds: int = ROUNDS, params: dict[str, Any] | None = None, label: str = "learned",
+            members: int = 1) -> LearnedReranker:
         """Train lambdarank; ``groups`` are the consecutive row counts of each query.
 
+        ``members`` boosters are trained on the same rows with the seeds :data:`MEMBER_SEEDS`, and the
+        model scores their mean.
+
         Raises:
-            ValueError: when the rows and the groups disagree, or no group has a relevant row.
+            ValueError: when the rows and the groups disagree, no group has a relevant row, or
+                ``members`` is not between 1 and ``len(MEMBER_SEEDS)``.
         """
         import lightgbm
 
@@ -82,18 +100,41 @@ class LearnedReranker:
             raise ValueError("features, labels and groups do not line up")
         if not np.any(labels > 0):
             raise ValueError("no relevant candidate in the training pools")
+        if not 1 <= members <= len(MEMBER_SEEDS):
+            raise ValueError(f"a reranker has 1 to {len(MEMBER_SEEDS)} members, got {members}")
         data = lightgbm.Dataset(features, label=labels, group=list(groups), feature_name=list(feature_names),
                                 free_raw_data=False)
-        booster = lightgbm.train({**PARAMS, **(params or {})}, data, num_boost_round=rounds)
-        return cls(booster, feature_names, label=label)
+        boosters = [lightgbm.train({**PARAMS, **(params or {}), "seed": seed}, data, num_boost_round=rounds)
+                    for seed in MEMBER_SEEDS[:members]]
+        return cls(average_boosters(boosters), feature_names, label=label, members=boosters)
 
     def first(self, rounds: int) -> LearnedReranker:
-        """The model made of the first ``rounds`` boosting rounds. Boosting is sequential and seeded,
-        so it scores exactly as the model fitted with ``rounds`` rounds on the same data."""
+        """The model made of each member's first ``rounds`` boosting rounds. Boosting is sequential
+        and seeded, so it scores exactly as the model fitted with ``rounds`` rounds on the same data.
+
+        Raises:
+            ValueError: for a loaded model (its members are not known).
+        """
         import lightgbm
 
-        booster = lightgbm.Booster(model_str=self.booster.model_to_string(num_iteration=rounds))
-        return LearnedReranker(booster, self.feature_names, label=self.name)
+        cut = [lightgbm.Booster(model_str=b.model_to_string(num_iteration=rounds)) for b in self._members()]
+        return LearnedReranker(average_boosters(cut), self.feature_names, label=self.name, members=cut)
+
+    def predict_first(self, features: np.ndarray, rounds: int, *, threads: int = 1) -> np.ndarray:
+        """The scores of :meth:`first` ``(rounds)`` for rows in the model's own column order, without
+        building that model (cross-validation scores every number of rounds this way).
+
+        Raises:
+            ValueError: for a loaded model (its members are not known).
+        """
+        members = self._members()
+        scores = sum(np.asarray(b.predict(features, num_iteration=rounds, num_threads=threads)) for b in members)
+        return np.asarray(scores, dtype=np.float64) / len(members)
+
+    def _members(self) -> list[Any]:
+        if self.members is None:
+            raise ValueError("a loaded reranker cannot be cut to fewer rounds: its members are not known")
+        return self.members
 
     def scores(self, features: np.ndarray, feature_names: Sequence[str]) -> np.ndarray:
         """Model scores for rows whose columns are ``feature_names`` (reordered by name as needed).

@@ -18,12 +18,12 @@ pytestmark = pytest.mark.unit
 NAMES = [f"f{i}" for i in range(6)]
 
 
-def _model(folder: Path, seed: int = 0, rounds: int = 25) -> tuple[Path, np.ndarray]:
+def _model(folder: Path, seed: int = 0, rounds: int = 25, members: int = 1) -> tuple[Path, np.ndarray]:
     rng = np.random.default_rng(seed)
     features = rng.normal(size=(400, len(NAMES))).astype(np.float32)
     labels = (features[:, 0] + 0.5 * features[:, 1] + rng.normal(scale=0.3, size=400) > 1.0).astype(np.float32)
     model = LearnedReranker.fit(features, labels, [20] * 20, NAMES, rounds=rounds,
-                                params={"min_data_in_leaf": 5})
+                                params={"min_data_in_leaf": 5}, members=members)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "reranker_hybrid.txt"
     model.save(path)
@@ -42,6 +42,13 @@ def test_compiled_trees_score_like_lightgbm_and_are_kept(tmp_path: Path) -> None
     assert again.scorer.kind == "compiled" and compiled_path(path).stat().st_mtime_ns == stored
     np.testing.assert_array_equal(again.scores(rows, NAMES), model.scores(rows, NAMES))
     assert not list((tmp_path / COMPILED_DIR).glob("*.tmp"))
+
+
+def test_a_model_of_several_members_compiles_to_the_same_scores(tmp_path: Path) -> None:
+    path, rows = _model(tmp_path, rounds=10, members=3)
+    model = LearnedReranker.load(path, NAMES)
+    assert model.scorer.kind == "compiled" and model.booster.num_trees() == 30
+    np.testing.assert_allclose(model.scores(rows, NAMES), model.booster.predict(rows, num_threads=1), rtol=0, atol=1e-9)
 
 
 def test_another_model_gets_another_file(tmp_path: Path) -> None:

@@ -113,6 +113,33 @@ def test_the_first_rounds_of_a_model_score_as_a_model_fitted_with_that_many_roun
     assert np.array_equal(again.scores(x, ["a", "b", "c"]), short.scores(x, ["a", "b", "c"]))
 
 
+def test_a_model_of_several_members_scores_their_mean_and_cuts_each_member(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    features, labels, groups = _pools(rng)
+    names = ["a", "b", "c"]
+    three = LearnedReranker.fit(features, labels, groups, names, rounds=30, members=3)
+    x = rng.standard_normal((50, 3)).astype(np.float32)
+    assert three.members is not None and len(three.members) == 3 and three.booster.num_trees() == 90
+    each = [np.asarray(b.predict(x)) for b in three.members]
+    assert not np.array_equal(each[0], each[1])  # the seeds draw other rows and features
+    np.testing.assert_allclose(three.scores(x, names), np.mean(each, axis=0), rtol=0, atol=1e-12)
+    one = LearnedReranker.fit(features, labels, groups, names, rounds=30)
+    assert np.array_equal(each[0], one.scores(x, names))  # the first member is the one-member model
+
+    cut = three.first(10)
+    again = LearnedReranker.fit(features, labels, groups, names, rounds=10, members=3)
+    assert cut.booster.num_trees() == 30 and np.array_equal(cut.scores(x, names), again.scores(x, names))
+    np.testing.assert_allclose(three.predict_first(x, 10), cut.scores(x, names), rtol=0, atol=1e-12)
+
+    three.save(tmp_path / "three.txt")
+    loaded = LearnedReranker.load(tmp_path / "three.txt", names, compile_trees=False)
+    np.testing.assert_allclose(loaded.scores(x, names), three.scores(x, names), rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="members are not known"):
+        loaded.first(10)
+    with pytest.raises(ValueError, match="1 to 8 members"):
+        LearnedReranker.fit(features, labels, groups, names, rounds=5, members=0)
+
+
 def test_llm_rerank_valid_flow_puts_the_llm_order_first(openai_server: OpenAITestServer) -> None:
     openai_server.script_chat(Reply(json={"ids": ["d3", "d1"]}))
     context = _context()
