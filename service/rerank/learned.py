@@ -6,8 +6,8 @@ articles. Stored as LightGBM's text model plus the feature names it was trained 
 
 A model may average several members that differ only in their seed (each round draws its own
 rows and features, ``bagging_fraction`` and ``feature_fraction``): on training splits of a few
-hundred questions one seed's draws move Recall@10 by points, and the mean of five is steadier
-and better (docs/BENCHMARKS.md, "Rerankers averaged over seeds"). The members are written as
+hundred questions one seed's draws move Recall@10 by points, and the mean of five is better there
+(neutral on 1,000 questions; docs/BENCHMARKS.md, "Rerankers averaged over seeds"). The members are written as
 one model (:mod:`service.rerank.tree_average`), so loading and scoring do not change.
 
 Example::

@@ -38,6 +38,6 @@ def test_one_model_is_its_own_average_and_bad_inputs_are_refused() -> None:
     with pytest.raises(ValueError, match="at least one"):
         average_model_text([])
     with pytest.raises(ValueError, match="end of trees"):
-        average_model_text([text, "tree\\nversion=v4\\n"])
+        average_model_text([text, "tree\nversion=v4\n"])
     with pytest.raises(ValueError, match="header"):
         average_model_text([text, _booster(2, features=4).model_to_string()])
