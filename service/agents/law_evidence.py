@@ -26,6 +26,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -52,7 +53,7 @@ def named_laws(text: str, laws: Iterable[str]) -> set[str]:
     """Laws of ``laws`` the text names: their abbreviation as a word of its own (case as written), or
     a name :func:`law_alias` resolves to one of them (a long name, or a short one in capitals: ``CO``
     is the Code of Obligations, ``Co`` in "Meier & Co" is not)."""
-    known = set(laws)
+    known = laws if isinstance(laws, (set, frozenset)) else set(laws)
     found = set()
     for word in set(_WORD.findall(text)):
         if word in known:
@@ -117,13 +118,17 @@ class LawEvidence:
             ranked_laws: the law of each hit of the first retrieval, best first.
             corpus_laws: every law of the index.
         """
-        laws = tuple(dict.fromkeys([*(law for law in corpus_laws if law), *(law for law, _ in classifier if law)]))
+        laws, position, known = _law_table(tuple(corpus_laws))
+        extra = [law for law, _ in classifier if law and law not in position]
+        if extra:  # classifier laws the index lacks (a model trained on another corpus) come last
+            laws = tuple(dict.fromkeys([*laws, *extra]))
+            position = {law: i for i, law in enumerate(laws)}
+            known = frozenset(laws)
         p = dict(classifier)
         shares = retrieval_shares(ranked_laws)
-        named = named_laws(question, laws)
-        cited = cited_laws(question, laws)
+        named = named_laws(question, known)
+        cited = cited_laws(question, known)
         # Most laws have no evidence at all: fill the few that do (a corpus can hold 1,000+ laws).
-        position = {law: i for i, law in enumerate(laws)}
         rows = np.zeros((len(laws), len(FEATURES)), dtype=np.float64)
         for column, values in ((0, p), (1, shares)):
             for law, value in values.items():
@@ -137,6 +142,14 @@ class LawEvidence:
     def to_trace(self) -> dict[str, Any]:
         return {"named": [self.laws[i] for i in np.flatnonzero(self.rows[:, 2] > 0)],
                 "cited": [self.laws[i] for i in np.flatnonzero(self.rows[:, 3] > 0)]}
+
+
+@functools.lru_cache(maxsize=8)
+def _law_table(corpus_laws: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, int], frozenset[str]]:
+    """The laws of an index without '' (in order), their positions and their set: the same for every
+    question against one index (1,338 laws for STARD), so built once. Treat the dict as read-only."""
+    laws = tuple(dict.fromkeys(law for law in corpus_laws if law))
+    return laws, {law: i for i, law in enumerate(laws)}, frozenset(laws)
 
 
 class LawMixer:

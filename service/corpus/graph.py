@@ -72,6 +72,7 @@ class CorpusGraph:
                  citations: dict[str, str] | None = None) -> None:
         self._info = info
         self._by_law = by_law
+        self._laws = tuple(by_law)
         self._cites = cites
         self._cited_by = cited_by
         self._by_key = by_key or {}
@@ -143,9 +144,9 @@ class CorpusGraph:
         info = self._info.get(doc_id)
         return info.law if info else ""
 
-    def laws(self) -> list[str]:
-        """Every law of the corpus ('' for documents without one)."""
-        return list(self._by_law)
+    def laws(self) -> tuple[str, ...]:
+        """Every law of the corpus ('' for documents without one); the same tuple on every call."""
+        return self._laws
 
     def articles_of(self, law: str) -> Sequence[str]:
         """The document ids of one law, in article order."""

@@ -51,6 +51,16 @@ def test_evidence_rows_and_the_default_mixer_follow_the_classifier() -> None:
     assert [law for law, _ in LawMixer().probabilities(ev)][:2] == ["StGB", "OR"]
 
 
+def test_evidence_covers_the_index_laws_once_and_then_classifier_laws_it_lacks() -> None:
+    corpus = ("OR", "", "ZGB", "OR")  # '' for documents without a law, repeats as a graph may give them
+    ev = LawEvidence.gather("Der Mieter nach OR und VVG", [("VVG", 0.6), ("ZGB", 0.3), ("VVG", 0.1)], ["OR"], corpus)
+    assert ev.laws == ("OR", "ZGB", "VVG")
+    row = dict(zip(ev.laws, ev.rows.tolist(), strict=True))
+    assert row["VVG"][0] == pytest.approx(math.log(0.1 + 1e-3)) and row["VVG"][2] == 1.0  # named, last value wins
+    again = LawEvidence.gather("Frage", [("ZGB", 1.0)], [], corpus)  # the next question: the index laws alone
+    assert again.laws == ("OR", "ZGB") and again.to_trace() == {"named": [], "cited": []}
+
+
 def test_the_mixer_learns_which_evidence_to_trust() -> None:
     rng = np.random.default_rng(0)
     evidence, gold = [], []
