@@ -213,6 +213,20 @@ def _read_component(name: str, path: Path, feature_names: Sequence[str], compile
     return LearnedReranker.load(path, feature_names, label=label, compile_trees=compile_trees)
 
 
+RERANKERS = ("reranker_agentic", "reranker_hybrid")
+"""The components that are tree models (compiled to machine code when they are read)."""
+
+
+def reranker_files(path: str | Path) -> list[Path]:
+    """The tree-model files of the model folder ``path`` (those its manifest lists).
+
+    Raises:
+        ConfigError: when the manifest is missing or unreadable.
+    """
+    components = read_manifest(path).get("components") or {}
+    return [Path(path) / components[name] for name in RERANKERS if name in components]
+
+
 def read_manifest(path: str | Path) -> dict[str, Any]:
     """The manifest of the model folder ``path``.
 

@@ -63,7 +63,15 @@ from service.corpus.model import Query
 from service.corpus.views import bm25_text, embedding_text
 from service.errors import DataError, InvalidInput
 from service.evaluation.dataset_index import ensure_dataset_index
-from service.models import MANIFEST, ROUTING_ENTRY, TrainedModels, forget_models, read_models, update_manifest
+from service.models import (
+    MANIFEST,
+    ROUTING_ENTRY,
+    TrainedModels,
+    forget_models,
+    read_models,
+    reranker_files,
+    update_manifest,
+)
 from service.pipelines.agentic import AgenticPipeline, AgenticState
 from service.pipelines.base import Probe, SearchRequest, check_query_lengths
 from service.pipelines.build import Runtime
@@ -72,6 +80,7 @@ from service.pipelines.issue_pool import RESERVES, balanced_order, issue_of
 from service.pipelines.resources import IndexResources
 from service.rerank.citation_count import CitationCounter
 from service.rerank.cocitation import CoCitation
+from service.rerank.compiled import compile_models
 from service.rerank.features import FEATURE_NAMES
 from service.rerank.learned import LearnedReranker
 from service.retrieval.weights import FusionFit, fit_weights, with_trained
@@ -684,6 +693,7 @@ def step_compile(run: TrainingRun) -> None:
     """Compile the reranker trees into the model folder (once per model and CPU), unless switched off."""
     if run.runtime.settings.agents.compiled_trees:
         run.say("compiling the reranker trees (once per model and CPU)")
+        compile_models(reranker_files(run.out), workers=run.threads)
         read_models(run.out, compile_trees=True)
 
 
@@ -698,20 +708,22 @@ def step_calibrate(run: TrainingRun) -> None:
     sample = calibration_sample(run.parts, run.calibration_questions)
     run.say(f"calibrating routing: every tier on {sum(map(len, sample))} questions, each with the models of the "
             f"other {run.folds - 1} folds")
-    with tempfile.TemporaryDirectory(prefix=".calibration-", dir=run.out) as scratch, \
-            run.bar(sum(map(len, sample)), "calibrate routing") as bar:
-        for f, held in enumerate(sample):
-            if not held:
-                continue
-            folder = _held_out_models(run, f).save(Path(scratch) / f"fold-{f + 1}")
-            runtime = Runtime(settings.replace(index={"model_dir": str(folder)}), backend=run.runtime.backend,
-                              embedder=run.runtime.index_embedder(run.index))
-            try:
-                measured.append(collect_fit_data(runtime.pipeline("routed"), [data.queries[i] for i in held],
-                                                 qrels, index=run.index, forget_caches=runtime.forget_query_caches,
-                                                 progress=bar))
-            finally:
-                forget_models(folder)
+    with tempfile.TemporaryDirectory(prefix=".calibration-", dir=run.out) as scratch:
+        folders = {f: _held_out_models(run, f).save(Path(scratch) / f"fold-{f + 1}")
+                   for f, held in enumerate(sample) if held}
+        if settings.agents.compiled_trees:  # every fold's trees before any timing, one process per core
+            compile_models([file for folder in folders.values() for file in reranker_files(folder)],
+                           workers=run.threads)
+        with run.bar(sum(map(len, sample)), "calibrate routing") as bar:
+            for f, folder in folders.items():
+                runtime = Runtime(settings.replace(index={"model_dir": str(folder)}), backend=run.runtime.backend,
+                                  embedder=run.runtime.index_embedder(run.index))
+                try:
+                    measured.append(collect_fit_data(runtime.pipeline("routed"), [data.queries[i] for i in sample[f]],
+                                                     qrels, index=run.index,
+                                                     forget_caches=runtime.forget_query_caches, progress=bar))
+                finally:
+                    forget_models(folder)
     run.routing = fit_calibration(FitData.concat(measured), run.calibration, calibrated_on={
         "dataset": run.dataset.name, "data": str(run.dataset.path), "split": run.split,
         "method": "cross-fitted", "folds": run.folds})

@@ -14,7 +14,14 @@ from service.agents.prefilter import LawClassifier
 from service.agents.rewriters.terminology import QueryAdapter, TermMapping
 from service.agents.vocabulary import Vocabulary
 from service.errors import ConfigError
-from service.models import TrainedModels, forget_recent_predictions, load_models, read_models, read_trained_fusion
+from service.models import (
+    TrainedModels,
+    forget_recent_predictions,
+    load_models,
+    read_models,
+    read_trained_fusion,
+    reranker_files,
+)
 from service.rerank.priors import ArticlePrior, QuestionMemory
 
 pytestmark = pytest.mark.unit
@@ -45,6 +52,7 @@ def test_save_and_read_round_trip(tmp_path: Path) -> None:
     assert again.term_mapping.expand(["miete"]) == {"mietvertrag": pytest.approx(0.6)}
     assert again.law_probabilities("Miete und Kaution")[0][0] == "BGB"
     assert again.memory.votes(["erbe"], None)
+    assert reranker_files(tmp_path / "m") == []  # no tree models in this folder
 
 
 def test_absent_components_are_removed_on_save(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ A test class inherits :class:`EngineAcceptance` and provides the ``engine`` fixt
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -26,7 +27,7 @@ from service.config import EngineSettings
 from service.corpus.model import Filters, LegalDoc
 from service.corpus.views import embedding_text, section_key
 from service.embeddings.cache import CachedEmbedder
-from service.errors import IndexCorrupt, IndexNotFound, InvalidInput
+from service.errors import EngineUnavailable, IndexCorrupt, IndexNotFound, InvalidInput
 from service.indexing import index_documents, rebuild_engine
 from tests.support.engines import unique_index
 
@@ -240,6 +241,26 @@ class EngineAcceptance:
             backend.api.put_settings(physical, unblock)
         assert report.indexed == 0 and set(report.failed) == {d.id for d in docs[:3]}
         assert all("HTTP 429" in reason for reason in report.failed.values())
+
+    def test_an_old_version_that_cannot_be_deleted_does_not_fail_the_publish(self, engine, cleanup, mini_docs,
+                                                                               use_embedder, caplog,
+                                                                               monkeypatch) -> None:
+        backend, name = self._indexed(engine, cleanup, mini_docs, use_embedder, "stale")
+        first = f"{name}-v1"
+
+        def cluster_times_out(indices: list[str]) -> None:  # the engine stays real; only this request fails
+            raise EngineUnavailable(f"deleting {indices} timed out")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(backend.api, "delete_indices", cluster_times_out)
+            with caplog.at_level(logging.WARNING, logger="service.backends.engine.lifecycle"):
+                report = rebuild_engine(backend, name, use_embedder, mini_docs, language="")
+        assert report.ok and backend.alias_targets(name) == [f"{name}-v2"]  # the new version is live
+        assert backend.count(name) == len(mini_docs) and backend.exists(first)
+        assert f"deleting the older versions {first} failed" in caplog.text
+        physical = backend.create_version(name, language="", dim=use_embedder.dim, embedder=use_embedder.name)
+        assert backend.publish(name, physical) == [first, f"{name}-v2"]  # the next publish deletes what was left
+        assert not backend.exists(first) and backend.alias_targets(name) == [physical]
 
     def test_publish_force_merges_as_a_task_it_polls(self, engine, cleanup, mini_docs, use_embedder) -> None:
         backend, name = self._indexed(engine, cleanup, mini_docs, use_embedder, "merge")

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from service.models import load_models
+from service.models import load_models, reranker_files
 from service.rerank import compiled
 from service.rerank.compiled import COMPILED_DIR, TreeScorer, compiled_path
 from service.rerank.learned import LearnedReranker
@@ -94,5 +94,40 @@ def test_model_folders_honour_the_setting(tmp_path: Path) -> None:
     models = TrainedModels(language="de", embedder="use-m3")
     models.reranker_hybrid = LearnedReranker.load(path, NAMES, compile_trees=False)
     models.save(folder)
+    assert reranker_files(folder) == [folder / "reranker_hybrid.txt"]
     assert load_models(folder, compile_trees=False).reranker_hybrid.scorer.kind == "lightgbm"
     assert load_models(folder).reranker_hybrid.scorer.kind == "compiled"
+
+
+def test_compile_models_compiles_side_by_side_and_skips_stored_code(tmp_path: Path, caplog) -> None:
+    first, rows = _model(tmp_path / "a", seed=1)
+    second, _ = _model(tmp_path / "b", seed=2)
+    broken = tmp_path / "c" / "reranker_hybrid.txt"
+    broken.parent.mkdir()
+    broken.write_text("not a tree model\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="service.rerank.compiled"):
+        compiled.compile_models([first, second, broken], workers=2)
+    assert compiled_path(first).is_file() and compiled_path(second).is_file()
+    assert "compiling" in caplog.text and str(broken) in caplog.text  # logged, not raised
+    stored = compiled_path(first).stat().st_mtime_ns
+    compiled.compile_models([first], workers=2)  # stored code is not compiled again
+    assert compiled_path(first).stat().st_mtime_ns == stored
+    model = LearnedReranker.load(first, NAMES)  # loads what the other process compiled
+    assert model.scorer.kind == "compiled"
+    np.testing.assert_allclose(model.scores(rows, NAMES), model.booster.predict(rows, num_threads=1), rtol=0, atol=1e-9)
+
+
+def test_a_broken_worker_pool_leaves_compiling_to_the_first_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 caplog) -> None:
+    first, _ = _model(tmp_path / "a", seed=1)
+    second, _ = _model(tmp_path / "b", seed=2)
+
+    class BrokenPool:  # what a worker that dies at start-up gives
+        def __init__(self, *args, **kwargs) -> None:
+            raise compiled.BrokenProcessPool("a child process terminated abruptly")
+
+    monkeypatch.setattr(compiled, "ProcessPoolExecutor", BrokenPool)
+    with caplog.at_level(logging.WARNING, logger="service.rerank.compiled"):
+        compiled.compile_models([first, second], workers=2)  # does not raise
+    assert "each model compiles when it is loaded" in caplog.text and not compiled_path(first).exists()
+    assert LearnedReranker.load(first, NAMES).scorer.kind == "compiled"

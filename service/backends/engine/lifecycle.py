@@ -23,7 +23,7 @@ from service.backends.engine.client import EngineClient
 from service.backends.engine.facts import IndexCatalog, check_name
 from service.backends.engine.tasks import task_failure, wait_for_task
 from service.config import EngineSettings
-from service.errors import EngineUnavailable, IndexCorrupt, InvalidInput
+from service.errors import EngineUnavailable, IndexCorrupt, InvalidInput, LexsearchError
 
 log = logging.getLogger(__name__)
 
@@ -139,8 +139,12 @@ class IndexLifecycle:
         """Make ``physical`` live: refresh (and force-merge), add the replicas a load left out
         (``engine.load_replicas``), swap the alias atomically, delete older versions.
 
+        Once the alias points at ``physical`` the new version is live, so a failure to delete the
+        older ones does not fail the publish: it is logged, and the next publish of ``name`` deletes
+        them (it deletes every older version, not only the one it replaced).
+
         Returns:
-            The indices deleted.
+            The indices deleted (empty when their deletion failed).
         """
         call = self.client.call
         call("apply live settings", self.api.put_settings, physical, {"index": req.LIVE_SETTINGS}, index=physical)
@@ -156,9 +160,14 @@ class IndexLifecycle:
         new_version = version_number(physical)
         older = {v for v in self.versions(name) if version_number(v) < new_version}
         stale = sorted((set(current) | older) - {physical})
-        if stale:
-            call("delete old versions", self.api.delete_indices, stale, index=name)
         self.catalog.forget(name, physical)
+        if stale:
+            try:
+                call("delete old versions", self.api.delete_indices, stale, index=name)
+            except LexsearchError as exc:
+                log.warning("%s now serves %s, but deleting the older versions %s failed (%s); the next "
+                            "publish of %s deletes them", name, physical, ", ".join(stale), exc, name)
+                return []
         return stale
 
     def _force_merge(self, physical: str) -> None:
