@@ -712,6 +712,7 @@ def step_calibrate(run: TrainingRun) -> None:
         folders = {f: _held_out_models(run, f).save(Path(scratch) / f"fold-{f + 1}")
                    for f, held in enumerate(sample) if held}
         if settings.agents.compiled_trees:  # every fold's trees before any timing, one process per core
+            run.say(f"compiling the reranker trees of the {len(folders)} calibration folds")
             compile_models([file for folder in folders.values() for file in reranker_files(folder)],
                            workers=run.threads)
         with run.bar(sum(map(len, sample)), "calibrate routing") as bar:

@@ -101,7 +101,7 @@ def compiled_path(model_file: Path) -> Path:
 
 def compile_models(model_files: Sequence[Path], *, workers: int) -> None:
     """Compile several models' trees into their folders, ``workers`` at a time, each in a process of its
-    own (LLVM compiles on one thread: a 5 x 200-tree reranker takes about 2.5 minutes here).
+    own (LLVM compiles on one thread: a 5 x 300-tree reranker takes 2-2.5 minutes here).
 
     Models whose machine code is stored already are skipped. A model that fails to compile is logged
     and left for :meth:`TreeScorer.from_file`, which falls back to LightGBM as it always does.
