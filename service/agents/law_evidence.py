@@ -67,13 +67,17 @@ def named_laws(text: str, laws: Iterable[str]) -> set[str]:
     return found
 
 
-def cited_laws(text: str, laws: Iterable[str]) -> set[str]:
-    """Laws of ``laws`` whose articles the text cites (``Art. 41 Abs. 1 OR``, ``art. 41 CO``)."""
+def cited_laws(text: str, laws: Iterable[str], aliases: Mapping[str, str] | None = None) -> set[str]:
+    """Laws of ``laws`` whose articles the text cites (``Art. 41 Abs. 1 OR``, ``art. 41 CO``).
+
+    ``aliases`` (:func:`law_alias` of each law → the law) is computed from ``laws`` when not given.
+    """
     citations = extract(text)
     if not citations:
         return set()
-    known = set(laws)
-    aliases = {law_alias(law): law for law in known}
+    known = laws if isinstance(laws, (set, frozenset)) else set(laws)
+    if aliases is None:
+        aliases = _aliases(known)
     out = set()
     for citation in citations:
         if citation.law in known:
@@ -118,16 +122,15 @@ class LawEvidence:
             ranked_laws: the law of each hit of the first retrieval, best first.
             corpus_laws: every law of the index.
         """
-        laws, position, known = _law_table(tuple(corpus_laws))
-        extra = [law for law, _ in classifier if law and law not in position]
+        table = _law_table(tuple(corpus_laws))
+        extra = [law for law, _ in classifier if law and law not in table.position]
         if extra:  # classifier laws the index lacks (a model trained on another corpus) come last
-            laws = tuple(dict.fromkeys([*laws, *extra]))
-            position = {law: i for i, law in enumerate(laws)}
-            known = frozenset(laws)
+            table = _law_table(table.laws + tuple(extra))
+        laws, position = table.laws, table.position
         p = dict(classifier)
         shares = retrieval_shares(ranked_laws)
-        named = named_laws(question, known)
-        cited = cited_laws(question, known)
+        named = named_laws(question, table.known)
+        cited = cited_laws(question, table.known, table.aliases)
         # Most laws have no evidence at all: fill the few that do (a corpus can hold 1,000+ laws).
         rows = np.zeros((len(laws), len(FEATURES)), dtype=np.float64)
         for column, values in ((0, p), (1, shares)):
@@ -144,12 +147,27 @@ class LawEvidence:
                 "cited": [self.laws[i] for i in np.flatnonzero(self.rows[:, 3] > 0)]}
 
 
+@dataclass(frozen=True)
+class _LawTable:
+    """The laws of an index without '' (in order), their positions, their set and their aliases: the
+    same for every question against one index (1,338 laws for STARD), so built once. Read-only."""
+
+    laws: tuple[str, ...]
+    position: Mapping[str, int]
+    known: frozenset[str]
+    aliases: Mapping[str, str]
+
+
 @functools.lru_cache(maxsize=8)
-def _law_table(corpus_laws: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, int], frozenset[str]]:
-    """The laws of an index without '' (in order), their positions and their set: the same for every
-    question against one index (1,338 laws for STARD), so built once. Treat the dict as read-only."""
+def _law_table(corpus_laws: tuple[str, ...]) -> _LawTable:
     laws = tuple(dict.fromkeys(law for law in corpus_laws if law))
-    return laws, {law: i for i, law in enumerate(laws)}, frozenset(laws)
+    known = frozenset(laws)
+    return _LawTable(laws, {law: i for i, law in enumerate(laws)}, known, _aliases(known))
+
+
+def _aliases(laws: Iterable[str]) -> dict[str, str]:
+    """:func:`law_alias` of each law → the law."""
+    return {law_alias(law): law for law in laws}
 
 
 class LawMixer:
