@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import functools
+import itertools
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -151,7 +152,8 @@ class AgenticStart:
         state.law = prediction.to_trace(top=10)
         if evidence is not None:
             state.law["evidence"] = evidence.to_trace()
-        state.law["laws"] = [[law, p] for law, p in prediction.laws if p > 1e-4][:50]
+        likely = ((law, p) for law, p in prediction.laws if p > 1e-4)
+        state.law["laws"] = [[law, p] for law, p in itertools.islice(likely, 50)]
         order = np.argsort(-section_p)[:50]
         state.law["sections"] = {clf.sections[i]: float(section_p[i]) for i in order if section_p[i] > 1e-4}
 
@@ -160,7 +162,7 @@ class AgenticStart:
             return
         sims = models.memory.similarities(state.terms, state.vector)
         votes = models.memory.votes_from(sims)
-        kept = [(d, v) for d, v in votes.items() if d in resources.graph][:MEMORY_VOTES_KEPT]
+        kept = list(itertools.islice(((d, v) for d, v in votes.items() if d in resources.graph), MEMORY_VOTES_KEPT))
         state.memory = {d: [v.vote, v.best, v.rank] for d, v in kept}
         state.features["memory_top_sim"] = float(sims.max()) if len(sims) else 0.0
         candidates = [d for d, _ in kept[: self.settings.agents.memory_candidates]]

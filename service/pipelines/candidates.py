@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 
@@ -29,14 +30,21 @@ AGENT_WEIGHT = 2.0
 """Pool order: weight of an agent find (``1 / (10 + rank)`` per rewrite) next to the z-scored hybrid score."""
 
 
+@functools.lru_cache(maxsize=4096)
+def _hybrid_provenance(rank: int) -> Provenance:
+    # Provenance is frozen, so one instance per rank serves every pool (building it costs more than a Hit).
+    return Provenance("hybrid", 0, rank, "")
+
+
 def seed_pool(fused: Sequence[Hit]) -> dict[str, Hit]:
     """The first pool: the hybrid fusion, each hit with its ``hybrid`` score, rank and provenance."""
     pool: dict[str, Hit] = {}
     for rank, hit in enumerate(fused, start=1):
-        pool[hit.doc_id] = Hit(doc_id=hit.doc_id, score=hit.score,
-                               scores={**hit.scores, "hybrid": hit.score},
-                               ranks={**hit.ranks, "hybrid": rank},
-                               provenance=[Provenance("hybrid", 0, rank, "")])
+        scores = hit.scores.copy()
+        scores["hybrid"] = hit.score
+        ranks = hit.ranks.copy()
+        ranks["hybrid"] = rank
+        pool[hit.doc_id] = Hit(hit.doc_id, hit.score, scores, ranks, [_hybrid_provenance(rank)])
     return pool
 
 

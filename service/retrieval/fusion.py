@@ -128,13 +128,14 @@ def linear(lists: Mapping[str, Sequence[Hit]], *, weights: Mapping[str, float] |
     for name, hits in lists.items():
         norm = normalize_scores([h.score for h in hits], normalization)
         floor = float(norm.min()) if norm.size else 0.0
-        values = {h.doc_id: float(s) for h, s in zip(hits, norm, strict=True)}
+        values = dict(zip([h.doc_id for h in hits], norm.tolist(), strict=True))
         share = float(shared.get(name, 0.0))
         if share > 0 and sections:
             values = section_lift(values, list(merged), sections, share=share, floor=floor)
         w = float(weights.get(name, 1.0))
+        value_of = values.get
         for doc_id in merged:
-            fused[doc_id] += w * values.get(doc_id, floor)
+            fused[doc_id] += w * value_of(doc_id, floor)
     return _ordered(merged, fused, label, _first_seen(lists))
 
 
