@@ -29,6 +29,7 @@ from service.api.timing import timed
 from service.apikeys import ApiKeyStore
 from service.config import Settings, load_settings
 from service.cpu import resolve
+from service.heap import settle_heap
 from service.jobs import JobStore
 from service.pipelines.build import Runtime, import_pipeline_modules, pipeline_names
 from service.redisconn import connect
@@ -112,7 +113,9 @@ def create_app(settings: Settings | None = None) -> Flask:
 
 
 def warm_up(app: Flask) -> None:
-    """Load the default index's query embedder and open the index now, so the first request is not slow.
+    """Load now what the first search of the default index would (its query embedder, the trained
+    models, the corpus graph), so the first request is not slow; then settle the heap
+    (:func:`service.heap.settle_heap`), so full garbage collections stop traversing all of that.
 
     Failures are logged, not raised: a dependency that is down shows up in ``/ready``.
     """
@@ -120,12 +123,13 @@ def warm_up(app: Flask) -> None:
     try:
         index = svc.settings.index.name
         if svc.runtime.backend.exists(index):
-            svc.runtime.backend.count(index)
-            svc.runtime.retrieval(index).embedder.embed_queries(["warm-up"])
+            svc.runtime.preload(index)
         else:
             svc.runtime.embedder.embed_queries(["warm-up"])
     except Exception as exc:
         log.warning("warm-up incomplete: %s: %s", type(exc).__name__, exc)
+    frozen = settle_heap()
+    log.info("warm-up done; %d long-lived objects kept out of garbage collection", frozen)
 
 
 def _before() -> None:

@@ -33,9 +33,11 @@ from service.lazy import built_once
 from service.llm.client import LlmClient
 from service.models import TrainedModels, forget_recent_predictions, load_models, read_trained_fusion, stored_routing
 from service.pipelines.base import IndexRetrieval, Pipeline
+from service.pipelines.resources import IndexResources
 from service.plugins import BACKENDS, EMBEDDERS, PIPELINES
 from service.rerank.base import RerankerParts
 from service.rerank.cross_encoder import CrossEncoderReranker
+from service.rerank.features import static_columns
 from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights
 from service.routing.laws import ClassifierLawCounter
 from service.routing.router import LawCounter
@@ -248,6 +250,18 @@ class Runtime:
         """The routing calibration that ``lexsearch train`` stored with ``index.model_dir`` (``None``
         without a folder or an entry); it ranks above the index's (see docs/ROUTING.md)."""
         return stored_routing(self.settings.index.model_dir)
+
+    def preload(self, index: str) -> None:
+        """Load now what the first search of ``index`` would load: its query embedder, the trained
+        models and the index's shared resources (corpus graph, the reranker's per-document columns).
+
+        Raises:
+            LexsearchError: when the index or the model folder cannot be read.
+        """
+        self.retrieval(index).embedder.embed_queries(["warm-up"])
+        models = self.models()
+        resources = IndexResources.get(self.backend, index, models)
+        static_columns(resources.graph, models.prior if models is not None else None)
 
     def forget_query_caches(self) -> None:
         """Forget cached query vectors, question terms and law predictions, so the next search pays

@@ -10,6 +10,7 @@ from service.config import load_settings
 from service.errors import IndexCorrupt
 from service.indexing import rebuild_index
 from service.pipelines.base import SearchRequest
+from service.pipelines import resources
 from service.pipelines.build import Runtime
 from service.retrieval.weights import FusionWeights
 
@@ -55,6 +56,15 @@ def test_an_index_of_an_embedder_no_longer_configured_is_a_clear_error(zh_index)
     # Configured for another language, the model still serves the index that records it.
     moved = Runtime(runtime.settings.replace(embedder={"per_language": ("en=onnx:bge-small-zh-v15-q",)}))
     assert moved.index_embedder(name).name == BGE_ZH
+
+
+def test_preload_loads_what_the_first_search_would(zh_index) -> None:
+    runtime, name = zh_index
+    key = (id(runtime.backend), name)
+    resources._CACHE.pop(key, None)
+    runtime.preload(name)
+    assert resources._CACHE[key].graph.ids()  # the corpus graph is built
+    assert runtime.retrieval(name).embedder.name == BGE_ZH
 
 
 def test_a_given_embedder_serves_every_language(tmp_path, use_embedder) -> None:

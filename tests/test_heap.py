@@ -1,0 +1,33 @@
+"""Settling the heap: what is alive is frozen, what comes later is still collected."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+
+from service.heap import settle_heap
+
+pytestmark = pytest.mark.unit
+
+
+class _Node:
+    partner: _Node | None = None
+
+
+def test_settling_freezes_what_is_alive_and_later_cycles_are_still_collected() -> None:
+    try:
+        kept = _Node()
+        frozen = settle_heap()
+        assert frozen == gc.get_freeze_count() > 0
+        assert not any(obj is kept for obj in gc.get_objects())  # out of the collector's passes
+        cycle = _Node()
+        cycle.partner = _Node()
+        cycle.partner.partner = cycle
+        gone = weakref.ref(cycle)
+        del cycle
+        gc.collect()
+        assert gone() is None
+    finally:
+        gc.unfreeze()
