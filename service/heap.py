@@ -2,8 +2,8 @@
 
 A search process holds a few hundred thousand long-lived objects once the trained models and an
 index's resources are loaded (about 242,000 with STARD's). Every full collection traverses all of
-them: about 235 ms, roughly once every hundred searches, landing on whichever request happens to
-allocate at that moment (docs/BENCHMARKS.md, "Routing", run K). :func:`settle_heap` collects once
+them: 0.2–0.3 s, once every one or two hundred searches, landing on whichever request happens to
+allocate at that moment (docs/BENCHMARKS.md, "Routing", after run K). :func:`settle_heap` collects once
 and then moves every object alive at that moment to the collector's permanent generation
 (``gc.freeze``), so later collections look only at what requests allocate. Reference counting still
 frees frozen objects that become unreachable; only reference cycles among them would stay.

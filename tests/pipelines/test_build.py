@@ -9,8 +9,8 @@ import pytest
 from service.config import load_settings
 from service.errors import IndexCorrupt
 from service.indexing import rebuild_index
-from service.pipelines.base import SearchRequest
 from service.pipelines import resources
+from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
 from service.retrieval.weights import FusionWeights
 
