@@ -14,11 +14,25 @@ which loads and drops many model folders.
 
 from __future__ import annotations
 
+import atexit
 import gc
+import threading
+
+_lock = threading.Lock()
+_unfreeze_registered = False
 
 
 def settle_heap() -> int:
-    """Collect cyclic garbage, then freeze every object alive now; returns how many are frozen in all."""
+    """Collect cyclic garbage, then freeze every object alive now; returns how many are frozen in all.
+
+    The frozen objects go back to the collector when the interpreter exits, so its last collection
+    finalises them as usual (native extensions otherwise report them as leaked).
+    """
+    global _unfreeze_registered
+    with _lock:
+        if not _unfreeze_registered:
+            atexit.register(gc.unfreeze)
+            _unfreeze_registered = True
     gc.collect()
     gc.freeze()
     return gc.get_freeze_count()

@@ -7,6 +7,7 @@ import weakref
 
 import pytest
 
+from service import heap
 from service.heap import settle_heap
 
 pytestmark = pytest.mark.unit
@@ -21,6 +22,7 @@ def test_settling_freezes_what_is_alive_and_later_cycles_are_still_collected() -
         kept = _Node()
         frozen = settle_heap()
         assert frozen == gc.get_freeze_count() > 0
+        assert heap._unfreeze_registered  # the frozen objects go back to the collector at exit
         assert not any(obj is kept for obj in gc.get_objects())  # out of the collector's passes
         cycle = _Node()
         cycle.partner = _Node()
