@@ -98,7 +98,7 @@ class AgenticFinish:
             memory_top_sim=state.features.get("memory_top_sim", 0.0), query_terms=len(state.terms),
             depth=max(int(state.request["k"]), self.settings.retrieval.depth),
             issues=[_issue_context(IssueEvidence.from_json(i)) for i in state.issues],
-            cocitation={d: (v[0], v[1]) for d, v in state.cocitation.items()})
+            cocitation={d: (v[0], v[1]) for d, v in state.cocitation.items()}, agents_ran=state.round >= 1)
 
 
 def _head_and_tail(pool: list[Hit], depth: int) -> tuple[list[Hit], list[Hit]]:

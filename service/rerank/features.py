@@ -96,6 +96,8 @@ class FeatureContext:
         depth: retrieval depth of the first pass (rank given to candidates it did not find is 2x).
         issues: the issues searched one by one (empty: the question is one issue).
         cocitation: per candidate, (summed, strongest) companion weight from the best candidates.
+        agents_ran: whether any agent round merged into the pool (``None``: look at the hits). Only
+            a shortcut: a pool without agent evidence gets the same rows either way.
     """
 
     graph: CorpusGraph | None = None
@@ -108,6 +110,7 @@ class FeatureContext:
     depth: int = 100
     issues: Sequence[IssueContext] = ()
     cocitation: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    agents_ran: bool | None = None
 
 
 def zscores_of(hits: Sequence[Hit], key: str) -> tuple[dict[str, float], float]:
@@ -230,8 +233,10 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext, *, rows: Sequence[Hi
     top_law_share = {law: n / len(top_laws) for law, n in Counter(top_laws).items()}
     issues = ctx.issues if len(ctx.issues) > 1 else ()
     cocitation = ctx.cocitation
-    agents_ran = any(p.round >= 1 for h in hits for p in h.provenance) or any(
-        key.startswith("agent:") for h in hits for key in h.scores)
+    agents_ran = ctx.agents_ran
+    if agents_ran is None:
+        agents_ran = any(p.round >= 1 for h in hits for p in h.provenance) or any(
+            key.startswith("agent:") for h in hits for key in h.scores)
     no_section = log(_EPS)
 
     # One template row holds the columns equal for every candidate; rows are Python lists because
