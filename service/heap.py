@@ -9,7 +9,10 @@ and then moves every object alive at that moment to the collector's permanent ge
 frees frozen objects that become unreachable; only reference cycles among them would stay.
 
 Call it in a serving process after its warm-up (``service.api.app.warm_up`` does), not in training,
-which loads and drops many model folders.
+which loads and drops many model folders. A process that only times searches for a while (routing
+calibration inside ``lexsearch train``, the routing benchmark) uses :func:`settled_heap` around the
+timed searches instead: they then run as a served process runs them, and the heap goes back to the
+collector afterwards.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from __future__ import annotations
 import atexit
 import gc
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 _lock = threading.Lock()
 _unfreeze_registered = False
@@ -36,3 +41,24 @@ def settle_heap() -> int:
     gc.collect()
     gc.freeze()
     return gc.get_freeze_count()
+
+
+@contextmanager
+def settled_heap() -> Iterator[int]:
+    """:func:`settle_heap` for the duration of a block; yields how many objects are frozen.
+
+    At the end the frozen objects go back to the collector (``gc.unfreeze``), unless some were frozen
+    before the block (a serving process's), which then stay frozen as they were.
+
+    Example::
+
+        with settled_heap():
+            for query in queries:
+                timed_search(query)
+    """
+    frozen_before = gc.get_freeze_count()
+    try:
+        yield settle_heap()
+    finally:
+        if frozen_before == 0:
+            gc.unfreeze()

@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from service.corpus.model import Query
 from service.evaluation import metrics
+from service.heap import settled_heap
 from service.pipelines.base import SearchRequest
 from service.routing.tuning import FitData
 from service.tracing import Stopwatch
@@ -49,6 +50,9 @@ def collect_fit_data(pipe: RoutedPipeline, queries: Sequence[Query], qrels: Mapp
     time. A tier's latency is its forced search plus the complexity estimate, timed once per query
     after a probe of its own (a served search estimates between its probe and its strategy). The
     reference, "always the top tier", is the top tier's forced search: no complexity estimate.
+    After an untimed warm-up search per tier, the timed searches run with the heap settled
+    (:func:`service.heap.settled_heap`), as the API runs them after its warm-up: a full garbage
+    collection of a training process's heap would otherwise land on whichever search allocates then.
 
     ``progress``: show a bar of its own (``True``), or advance the given bar by one per query.
     """
@@ -81,12 +85,8 @@ def collect_fit_data(pipe: RoutedPipeline, queries: Sequence[Query], qrels: Mapp
         ms = (time.perf_counter() - begin) * 1000.0
         return [(h.doc_id, h.score) for h in response.hits], ms
 
-    if queries:  # warm-up, untimed: the first search of a tier loads models and builds per-index resources
-        for tier in distinct:
-            forced(request_for(queries[0]), tier)
-    bar: Any = progress if isinstance(progress, tqdm) else tqdm(
-        total=len(queries), desc="calibrate", unit="q", disable=not progress, leave=False)
-    for i, query in enumerate(queries):
+    def measure(i: int, query: Query) -> None:
+        """Both complexity parts and every tier's search of one query (tiers in rotating order)."""
         request = request_for(query, query.qid)
         forget_caches()
         probe = pipe.probe(request, params, Stopwatch())
@@ -105,7 +105,16 @@ def collect_fit_data(pipe: RoutedPipeline, queries: Sequence[Query], qrels: Mapp
             recall[tier].append(metrics.recall_at([d for d, _ in ranking], rel, 10))
             latency[tier].append(ms + assess_ms)
         reference.append(done[runs_as[tiers - 1]][1])
-        bar.update(1)
+
+    if queries:  # warm-up, untimed: the first search of a tier loads models and builds per-index resources
+        for tier in distinct:
+            forced(request_for(queries[0]), tier)
+    bar: Any = progress if isinstance(progress, tqdm) else tqdm(
+        total=len(queries), desc="calibrate", unit="q", disable=not progress, leave=False)
+    with settled_heap():  # time the searches as a served process runs them (service.heap)
+        for i, query in enumerate(queries):
+            measure(i, query)
+            bar.update(1)
     if bar is not progress:
         bar.close()
     return FitData(c_intrinsic=np.asarray(c_int, dtype=np.float64), c_consistency=np.asarray(c_con, dtype=np.float64),
