@@ -84,7 +84,6 @@ def test_agent_scores_count_even_without_an_agent_provenance() -> None:
     assert first[COL["n_agents"]] == 0 and second[COL["agent_repair_z"]] == -4.0
 
 
-
 def test_the_agents_ran_hint_only_skips_the_scan() -> None:
     """A caller that knows whether agent rounds ran gets the rows the scan of the pool would give."""
     quiet = [Hit("or-1", 1.0, scores={"bm25": 10.0}, ranks={"bm25": 1, "hybrid": 1},
@@ -96,6 +95,7 @@ def test_the_agents_ran_hint_only_skips_the_scan() -> None:
     busy = _hits()
     assert pool_features(busy, FeatureContext(agents_ran=True)).tobytes() == \
         pool_features(busy, FeatureContext()).tobytes()
+
 
 def test_link_counts_to_the_top_candidates() -> None:
     # or-3 cites or-1; or-4 cites or-1 and or-3 (hand-counted against a top set of or-1, or-3, or-4).
