@@ -45,6 +45,7 @@ from typing import Any
 from service.cli import main as cli_main
 from service.config import load_settings
 from service.corpus.datasets import Dataset
+from service.corpus.model import Query
 from service.evaluation import metrics
 from service.evaluation.dataset_index import ensure_dataset_index
 from service.heap import settled_heap
@@ -119,6 +120,32 @@ def train(label: str, folder: str, models: Path, *, reuse: bool) -> dict[str, An
     return json.loads(manifest.read_text(encoding="utf-8"))
 
 
+def _time_query(runtime: Runtime, index: str, query: Query, order: Sequence[str],
+                rows: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Run ``query`` under each configuration in ``order`` from cold query caches, append each run to
+    ``rows[config]`` and return the question's record (routing decision and latencies)."""
+    requests = _requests(runtime, index, query.text, query.qid, query.lang)
+    record: dict[str, Any] = {"qid": query.qid}
+    for config in order:
+        runtime.forget_query_caches()
+        pipe = runtime.pipeline(_pipeline_for(config))
+        start = time.perf_counter()
+        response = pipe.run(requests[config])
+        ms = (time.perf_counter() - start) * 1000.0
+        trace = response.trace
+        rows[config].append({"ids": [h.doc_id for h in response.hits], "ms": ms, "returned": response.returned,
+                             "llm_calls": int(trace.get("llm_calls", 0) or 0),
+                             "tier": trace.get("routing", {}).get("tier")})
+        if config == "routed":
+            routing = trace["routing"]
+            record.update(tier=routing["tier"], score=routing["score"], qsi=routing["qsi"], rdi=routing["rdi"],
+                          ran=routing["ran"], fallback=routing["fallback"], routed_ms=ms,
+                          stages_ms=trace["timings_ms"], cut=trace["cut"]["returned"])
+        elif config == "agentic":
+            record["agentic_ms"] = ms
+    return record
+
+
 def bench_dataset(runtime: Runtime, label: str, folder: str, *, dev_limit: int, manifest: dict[str, Any],
                   configs: Sequence[str] = CONFIGS) -> dict[str, Any]:
     dataset = Dataset(folder)
@@ -138,27 +165,8 @@ def bench_dataset(runtime: Runtime, label: str, folder: str, *, dev_limit: int, 
     with settled_heap():  # the API settles its heap after warm-up (service.heap); time searches as it runs them
         for i, query in enumerate(queries):
             relevant.append(qrels.get(query.qid, set()))
-            requests = _requests(runtime, index, query.text, query.qid, query.lang)
             order = [*configs[i % len(configs):], *configs[: i % len(configs)]]
-            record: dict[str, Any] = {"qid": query.qid}
-            for config in order:
-                runtime.forget_query_caches()
-                pipe = runtime.pipeline(_pipeline_for(config))
-                start = time.perf_counter()
-                response = pipe.run(requests[config])
-                ms = (time.perf_counter() - start) * 1000.0
-                trace = response.trace
-                rows[config].append({"ids": [h.doc_id for h in response.hits], "ms": ms, "returned": response.returned,
-                                     "llm_calls": int(trace.get("llm_calls", 0) or 0),
-                                     "tier": trace.get("routing", {}).get("tier")})
-                if config == "routed":
-                    routing = trace["routing"]
-                    record.update(tier=routing["tier"], score=routing["score"], qsi=routing["qsi"], rdi=routing["rdi"],
-                                  ran=routing["ran"], fallback=routing["fallback"], routed_ms=ms,
-                                  stages_ms=trace["timings_ms"], cut=trace["cut"]["returned"])
-                elif config == "agentic":
-                    record["agentic_ms"] = ms
-            per_query.append(record)
+            per_query.append(_time_query(runtime, index, query, order, rows))
             if (i + 1) % 25 == 0:
                 print(f"   {i + 1}/{len(queries)}", file=sys.stderr, flush=True)
     no_cut = [{**r, "returned": min(10, len(r["ids"]))} for r in rows["routed"]]
