@@ -414,8 +414,8 @@ def check_inputs(settings: Settings, dataset: Dataset, split: str, out: str | Pa
         # Fewer questions than folds would round every fold's share of the sample to nothing.
         raise InvalidInput(f"--calibration-questions must be 0 (all) or at least --folds ({folds}), "
                            f"got {calibration_questions}")
-    if calibration is not None and calibration.problems():
-        raise InvalidInput("; ".join(calibration.problems()) + " (--recall-target, --latency-budget, --confidence)")
+    if calibration is not None:
+        calibration.check()
     if split not in dataset.splits():
         raise InvalidInput(f"{dataset.path} has no split {split!r} (it has: {', '.join(dataset.splits()) or 'none'})")
     qrels = dataset.qrels(split)

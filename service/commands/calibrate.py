@@ -108,7 +108,8 @@ def check_models_not_trained_on(model_dir: str, dataset: Dataset, split: str) ->
 
 
 def calibrate(runtime: Runtime, dataset: Dataset, split: str, *, limit: int = 0, recall_target: float = 0.95,
-              latency_budget: float = 0.5, confidence: float | None = 0.9, store: bool = True,
+              latency_budget: float = 0.5, confidence: float | None = 0.9, min_confidence: float | None = 0.7,
+              store: bool = True,
               progress: bool = False, latency_runtime: Runtime | None = None) -> dict[str, Any]:
     """Calibrate routing for the dataset's index on ``split`` and (unless ``store`` is false) store it.
 
@@ -126,9 +127,8 @@ def calibrate(runtime: Runtime, dataset: Dataset, split: str, *, limit: int = 0,
     """
     check_training_split(split)
     check_models_not_trained_on(runtime.settings.index.model_dir, dataset, split)
-    targets = CalibrationTargets(recall_target, latency_budget, confidence)
-    if targets.problems():
-        raise InvalidInput("; ".join(targets.problems()) + " (--recall-target, --latency-budget, --confidence)")
+    targets = CalibrationTargets(recall_target, latency_budget, confidence, min_confidence)
+    targets.check()
     queries = dataset.queries(split)
     qrels = dataset.qrels(split)
     if limit:
@@ -172,7 +172,8 @@ def run(args: argparse.Namespace) -> int:
                                   embedder=runtime.embedder_for(dataset.language))
     check_output_path(args.json_out, "--json")
     entry = calibrate(runtime, dataset, args.split, limit=args.limit, recall_target=args.recall_target,
-                      latency_budget=args.latency_budget, confidence=args.confidence, store=not args.dry_run,
+                      latency_budget=args.latency_budget, confidence=args.confidence,
+                      min_confidence=args.min_confidence, store=not args.dry_run,
                       progress=progress_enabled(), latency_runtime=latency_runtime)
     fit = entry["fit"]
     r, c = fit["routing"], fit["cut"]

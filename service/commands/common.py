@@ -43,7 +43,7 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
 
 def add_calibration_options(parser: argparse.ArgumentParser) -> None:
     """What a routing calibration aims at (``train`` and ``calibrate``): ``--recall-target``,
-    ``--latency-budget`` and ``--confidence``."""
+    ``--latency-budget``, ``--confidence`` and ``--min-confidence``."""
     group = parser.add_argument_group("routing calibration, relative to always running the top tier")
     group.add_argument("--recall-target", type=float, default=0.95,
                        help="share of its Recall@10 to keep (default 0.95)")
@@ -52,6 +52,9 @@ def add_calibration_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--confidence", type=float, default=0.9,
                        help="confidence of the bootstrap bounds on which the recall floor and the latency "
                             "budget must hold (default 0.9)")
+    group.add_argument("--min-confidence", type=float, default=0.7,
+                       help="when no setting meets both at --confidence, lower it in steps of 0.1 down to this "
+                            "before giving up the latency budget (default 0.7; equal to --confidence: never)")
 
 
 def add_split_options(parser: argparse.ArgumentParser, *, split_help: str, data_help: str = DATA_HELP) -> None:

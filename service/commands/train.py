@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     check_output_path(args.json_out, "--json")  # --out: checked with the other inputs by train_models
     dataset = Dataset(args.data)
-    targets = CalibrationTargets(args.recall_target, args.latency_budget, args.confidence) if args.calibrate else None
+    targets = CalibrationTargets(args.recall_target, args.latency_budget, args.confidence,
+                                 args.min_confidence) if args.calibrate else None
     runtime = Runtime(settings)
     report = train_models(runtime, dataset, args.split, args.out, folds=args.folds, calibration=targets,
                           calibration_questions=(CALIBRATION_QUESTIONS if args.calibration_questions is None

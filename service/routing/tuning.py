@@ -13,9 +13,12 @@ Routing objective, with the reference "always run the last tier's strategy, with
    selection; the error is that of the per-query recall difference). Recall differences smaller
    than that are noise of the calibration queries, and buying them with latency would put the
    choice on the edge of the budget;
-2. if none meets both, the fastest one that keeps the recall floor (the budget cannot be met: the
-   shared probe alone may already cost more than the budget);
-3. if none keeps the floor, the highest Recall@10.
+2. if none meets both, rule 1 again with the bounds taken at a lower confidence, in steps of 0.1 down
+   to ``min_confidence`` (rule ``both-relaxed``; the confidence reached is reported): a setting that
+   meets both targets with 80% confidence serves the user better than one that gives up the budget;
+3. if none meets both even then, the fastest one that keeps the recall floor at the requested
+   confidence (the budget cannot be met: the shared probe alone may already cost more than it);
+4. if none keeps the floor, the highest Recall@10.
 
 Ties after that go to the configuration closest to the defaults. The rule used is reported.
 Cut objective: the ``(sigma, min_k, max_k)`` with the highest mean set F1 of the routed rankings.
@@ -38,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from service.config import RoutingNumbers
+from service.errors import InvalidInput
 from service.evaluation.metrics import set_scores
 from service.retrieval.cut import cliff_cut
 
@@ -127,13 +131,16 @@ class RoutingChoice:
     latency_upper: float = math.nan
     """Upper confidence bound of the mean latency as a share of the reference's."""
     confidence: float | None = None
+    """The confidence of ``recall_lower`` and ``latency_upper`` (lower than the requested one for ``both-relaxed``)."""
     rule: str = ""
-    """``both`` (recall floor and latency budget met), ``recall-floor`` (budget missed) or ``best-recall``."""
+    """``both`` (recall floor and latency budget met), ``both-relaxed`` (met at a lower confidence),
+    ``recall-floor`` (budget missed) or ``best-recall``."""
+    requested_confidence: float | None = None
 
     @property
     def feasible(self) -> bool:
-        """Whether both the recall floor and the latency budget are met."""
-        return self.rule == "both"
+        """Whether both the recall floor and the latency budget are met (at ``confidence``)."""
+        return self.rule in ("both", "both-relaxed")
 
     def to_dict(self) -> dict[str, Any]:
         return {"gamma": self.gamma, "thresholds": list(self.thresholds), "fit_recall@10": round(self.recall, 4),
@@ -142,6 +149,7 @@ class RoutingChoice:
                 "reference_latency_ms": round(self.reference_latency_ms, 2), "recall_target": self.recall_target,
                 "kept_share_lower_bound": round(self.recall_lower, 4),
                 "latency_share_upper_bound": round(self.latency_upper, 4), "confidence": self.confidence,
+                "requested_confidence": self.requested_confidence,
                 "latency_budget": self.latency_budget, "rule": self.rule, "feasible": self.feasible}
 
 
@@ -168,11 +176,13 @@ class CutChoice:
 class CalibrationTargets:
     """What a routing calibration aims at, relative to always running the top tier (see
     :func:`search_routing`): the share of its Recall@10 to keep, the share of its mean latency
-    allowed, and the confidence of the bootstrap bounds both must hold on (``None``: fit means)."""
+    allowed, and the confidence of the bootstrap bounds both must hold on (``None``: fit means),
+    down to ``min_confidence`` before the budget is given up (``None``: only ``confidence``)."""
 
     recall_target: float = 0.95
     latency_budget: float = 0.5
     confidence: float | None = 0.9
+    min_confidence: float | None = 0.7
 
     def problems(self) -> list[str]:
         out = []
@@ -180,7 +190,16 @@ class CalibrationTargets:
             out.append("the recall target and the latency budget must be in (0, 1]")
         if self.confidence is not None and not 0.0 < self.confidence < 1.0:
             out.append("the confidence must be in (0, 1)")
+        if self.confidence is not None and self.min_confidence is not None \
+                and not 0.0 < self.min_confidence <= self.confidence:
+            out.append("the minimum confidence must be in (0, confidence]")
         return out
+
+    def check(self) -> None:
+        """Raise :class:`InvalidInput` naming the options when :meth:`problems` finds any."""
+        if self.problems():
+            raise InvalidInput("; ".join(self.problems())
+                               + " (--recall-target, --latency-budget, --confidence, --min-confidence)")
 
 
 def fit_calibration(data: FitData, targets: CalibrationTargets, *, calibrated_on: dict[str, Any]) -> dict[str, Any]:
@@ -194,7 +213,7 @@ def fit_calibration(data: FitData, targets: CalibrationTargets, *, calibrated_on
         ValueError: for no queries or invalid targets.
     """
     routing = search_routing(data, recall_target=targets.recall_target, latency_budget=targets.latency_budget,
-                             confidence=targets.confidence)
+                             confidence=targets.confidence, min_confidence=targets.min_confidence)
     cut = search_cut(routed_rankings(data, routing), data.relevant)
     return {
         "thresholds": list(routing.thresholds),
@@ -212,8 +231,8 @@ def assign_tiers(scores: np.ndarray, thresholds: Sequence[float]) -> np.ndarray:
 
 
 def search_routing(data: FitData, *, recall_target: float = 0.95, latency_budget: float = 0.5,
-                   confidence: float | None = 0.9, resamples: int = 200, seed: int = 0,
-                   gammas: Sequence[float] = DEFAULT_GAMMAS, grid: Sequence[float] = DEFAULT_GRID,
+                   confidence: float | None = 0.9, min_confidence: float | None = None, resamples: int = 200,
+                   seed: int = 0, gammas: Sequence[float] = DEFAULT_GAMMAS, grid: Sequence[float] = DEFAULT_GRID,
                    one_standard_error: bool = True) -> RoutingChoice:
     """The routing configuration chosen by the objective in the module docstring.
 
@@ -223,6 +242,8 @@ def search_routing(data: FitData, *, recall_target: float = 0.95, latency_budget
     The latency budget is checked the same way, on the ``confidence`` quantile of the latency share.
     Picking the configuration that just touches a bound on the fit queries would otherwise miss
     it on new ones (the winner's curse of a grid search). ``confidence=None`` uses the fit means.
+    When no setting meets both bounds, they are taken again at confidences 0.1 lower, down to
+    ``min_confidence`` (``None``: no such step), before the budget is given up.
     ``one_standard_error=False`` takes the highest Recall@10 among the settings that meet both
     bounds instead of the fastest one within a standard error of it.
 
@@ -235,6 +256,8 @@ def search_routing(data: FitData, *, recall_target: float = 0.95, latency_budget
         raise ValueError("recall_target and latency_budget must be in (0, 1]")
     if confidence is not None and not 0.0 < confidence < 1.0:
         raise ValueError("confidence must be in (0, 1)")
+    if confidence is not None and min_confidence is not None and not 0.0 < min_confidence <= confidence:
+        raise ValueError("min_confidence must be in (0, confidence]")
     tiers, n = data.tiers, data.queries
     reference_recall = float(data.recall[-1].mean())
     reference_latency_ms = np.asarray(data.reference_latency_ms, dtype=np.float64)
@@ -249,19 +272,23 @@ def search_routing(data: FitData, *, recall_target: float = 0.95, latency_budget
     per_query = np.stack([data.recall[tier, columns] for _, _, tier in configs]).astype(np.float32)
     recall = per_query.mean(axis=1)
     per_query_latency = np.stack([data.latency_ms[tier, columns] for _, _, tier in configs])
-    kept_share = _bootstrap_share(per_query, data.recall[-1], confidence, resamples, seed, lower=True)
-    latency_share = _bootstrap_share(per_query_latency, reference_latency_ms, confidence, resamples, seed, lower=False)
+    kept_shares = _ShareBounds(per_query, data.recall[-1], resamples, seed, lower=True)
+    latency_shares = _ShareBounds(per_query_latency, reference_latency_ms, resamples, seed, lower=False)
     latency = per_query_latency.mean(axis=1)
-    # (choice, distance to the defaults, row in per_query)
-    choices: list[tuple[RoutingChoice, float, int]] = []
-    for i, (gamma, padded, tier) in enumerate(configs):
-        choice = RoutingChoice(gamma, padded, float(recall[i]), float(latency[i]),
-                               tuple(float(np.mean(tier == t)) for t in range(tiers)), reference_recall,
-                               reference_latency, recall_target, latency_budget, recall_lower=float(kept_share[i]),
-                               latency_upper=float(latency_share[i]))
-        distance = abs(gamma - _DEFAULTS.gamma) + sum(abs(a - b) for a, b in
-                                                      zip(padded, _DEFAULTS.thresholds, strict=True))
-        choices.append((choice, distance, i))
+    distances = [abs(gamma - _DEFAULTS.gamma) + sum(abs(a - b) for a, b in zip(padded, _DEFAULTS.thresholds,
+                                                                               strict=True))
+                 for gamma, padded, _ in configs]
+    shares = [tuple(float(np.mean(tier == t)) for t in range(tiers)) for _, _, tier in configs]
+
+    def candidates(level: float | None) -> list[tuple[RoutingChoice, float, int]]:
+        """(choice, distance to the defaults, row in per_query) of every setting, bounds at ``level``."""
+        kept_share, latency_share = kept_shares.at(level), latency_shares.at(level)
+        return [(RoutingChoice(gamma, padded, float(recall[i]), float(latency[i]),
+                               shares[i], reference_recall,
+                               reference_latency, recall_target, latency_budget,
+                               recall_lower=float(kept_share[i]), latency_upper=float(latency_share[i]),
+                               confidence=level, requested_confidence=confidence), distances[i], i)
+                for i, (gamma, padded, _) in enumerate(configs)]
 
     def best_recall(c: tuple[RoutingChoice, float, int]) -> tuple[float, float, float]:
         return -round(c[0].recall, 9), round(c[0].latency_ms, 6), c[1]
@@ -270,19 +297,30 @@ def search_routing(data: FitData, *, recall_target: float = 0.95, latency_budget
         return round(c[0].latency_ms, 6), -round(c[0].recall, 9), c[1]
 
     floor = recall_target - 1e-9
-    both = [c for c in choices if c[0].recall_lower >= floor and c[0].latency_upper <= latency_budget + 1e-9]
+    for level in _confidence_steps(confidence, min_confidence):
+        choices = candidates(level)
+        both = [c for c in choices if c[0].recall_lower >= floor and c[0].latency_upper <= latency_budget + 1e-9]
+        if both:
+            top = min(both, key=best_recall)
+            if one_standard_error:
+                close = _within_one_standard_error(per_query, [c[2] for c in both], top[2])
+                top = min((c for c, ok in zip(both, close, strict=True) if ok), key=fastest)
+            return replace(top[0], rule="both" if level == confidence else "both-relaxed")
+    choices = candidates(confidence)
     kept = [c for c in choices if c[0].recall_lower >= floor]
-    if both:
-        top = min(both, key=best_recall)
-        if one_standard_error:
-            close = _within_one_standard_error(per_query, [c[2] for c in both], top[2])
-            top = min((c for c, ok in zip(both, close, strict=True) if ok), key=fastest)
-        best, rule = top[0], "both"
-    elif kept:
-        best, rule = min(kept, key=fastest)[0], "recall-floor"
-    else:
-        best, rule = min(choices, key=best_recall)[0], "best-recall"
-    return replace(best, rule=rule, confidence=confidence)
+    if kept:
+        return replace(min(kept, key=fastest)[0], rule="recall-floor")
+    return replace(min(choices, key=best_recall)[0], rule="best-recall")
+
+
+def _confidence_steps(confidence: float | None, min_confidence: float | None) -> list[float | None]:
+    """``confidence``, then 0.1 lower each step down to ``min_confidence`` (``[None]`` for fit means)."""
+    if confidence is None or min_confidence is None:
+        return [confidence]
+    steps = [confidence]
+    while round(steps[-1] - 0.1, 6) >= min_confidence - 1e-9:
+        steps.append(round(steps[-1] - 0.1, 6))
+    return steps
 
 
 def _within_one_standard_error(per_query: np.ndarray, rows: Sequence[int], best: int) -> np.ndarray:
@@ -294,21 +332,28 @@ def _within_one_standard_error(per_query: np.ndarray, rows: Sequence[int], best:
     return diff.mean(axis=1) >= -se - 1e-12
 
 
-def _bootstrap_share(per_query: np.ndarray, reference: np.ndarray, confidence: float | None,
-                     resamples: int, seed: int, *, lower: bool) -> np.ndarray:
-    """Per configuration: a confidence bound (lower or upper) of its mean over the reference's mean
-    (1 when the reference is 0); the plain ratio of the means when ``confidence`` is None."""
-    n = per_query.shape[1]
-    if confidence is None:
+class _ShareBounds:
+    """Per configuration: confidence bounds (lower or upper) of its mean over the reference's mean
+    (1 when the reference is 0), from one set of bootstrap resamples shared by every confidence."""
+
+    def __init__(self, per_query: np.ndarray, reference: np.ndarray, resamples: int, seed: int, *,
+                 lower: bool) -> None:
+        n = per_query.shape[1]
         total = float(reference.sum())
-        return per_query.sum(axis=1) / total if total > 0 else np.ones(per_query.shape[0])
-    rng = np.random.default_rng(seed)
-    counts = np.zeros((resamples, n), dtype=np.float32)
-    np.add.at(counts, (np.repeat(np.arange(resamples), n), rng.integers(0, n, size=resamples * n)), 1.0)
-    boot = per_query.astype(np.float32) @ counts.T    # (configs, resamples): summed values per resample
-    ref = reference.astype(np.float32) @ counts.T     # (resamples,)
-    share = np.where(ref > 0, boot / np.maximum(ref, 1e-12), 1.0)
-    return np.quantile(share, 1.0 - confidence if lower else confidence, axis=1)
+        self.means = per_query.sum(axis=1) / total if total > 0 else np.ones(per_query.shape[0])
+        self.lower = lower
+        rng = np.random.default_rng(seed)
+        counts = np.zeros((resamples, n), dtype=np.float32)
+        np.add.at(counts, (np.repeat(np.arange(resamples), n), rng.integers(0, n, size=resamples * n)), 1.0)
+        boot = per_query.astype(np.float32) @ counts.T    # (configs, resamples): summed values per resample
+        ref = reference.astype(np.float32) @ counts.T     # (resamples,)
+        self.shares = np.where(ref > 0, boot / np.maximum(ref, 1e-12), 1.0)
+
+    def at(self, confidence: float | None) -> np.ndarray:
+        """The bound at ``confidence`` (the ratio of the fit means for ``None``)."""
+        if confidence is None:
+            return self.means
+        return np.quantile(self.shares, 1.0 - confidence if self.lower else confidence, axis=1)
 
 
 def routed_rankings(data: FitData, choice: RoutingChoice) -> list[list[tuple[str, float]]]:

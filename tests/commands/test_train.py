@@ -83,6 +83,9 @@ def test_bad_split_and_bad_option_are_clear_errors(cli, model_dir, tmp_path) -> 
     code, _, err = cli("train", "--data", str(MINI), "--split", "dev", "--out", str(tmp_path / "m"),
                        "--latency-budget", "0")
     assert code == 2 and "--latency-budget" in err
+    code, _, err = cli("train", "--data", str(MINI), "--split", "dev", "--out", str(tmp_path / "m"),
+                       "--confidence", "0.8", "--min-confidence", "0.9")
+    assert code == 2 and "minimum confidence" in err and not (tmp_path / "m").exists()
     code, _, err = cli("eval", "--data", str(MINI), "--split", "dev", "--pipeline", "agentic", "--model", model_dir,
                        "--option", "max_rounds=7")
     assert code == 2 and "max_rounds" in err

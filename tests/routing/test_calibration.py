@@ -23,7 +23,14 @@ from service.routing.calibration import (
 )
 from service.routing.complexity import qsi
 from service.routing.laws import laws_covering
-from service.routing.tuning import FitData, assign_tiers, routed_rankings, search_cut, search_routing
+from service.routing.tuning import (
+    CalibrationTargets,
+    FitData,
+    assign_tiers,
+    routed_rankings,
+    search_cut,
+    search_routing,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -137,6 +144,35 @@ def test_the_latency_budget_is_checked_on_an_upper_confidence_bound() -> None:
                     np.tile(many.latency_ms, 100))
     choice = search_routing(many, latency_budget=0.6, gammas=(0.5,), grid=(0.0, 0.5, 1.0))
     assert 0.55 < choice.latency_upper < 0.6 and choice.rule == "both"
+
+
+def test_the_bounds_are_relaxed_step_by_step_before_the_budget_is_given_up() -> None:
+    base = _fit_data()
+    data = FitData(np.tile(base.c_intrinsic, 10), np.tile(base.c_consistency, 10), np.tile(base.recall, 10),
+                   np.tile(base.latency_ms, 10))
+    args = {"gammas": (0.5,), "grid": (0.0, 0.5, 1.0)}
+    upper = {level: search_routing(data, latency_budget=1.0, confidence=level, **args).latency_upper
+             for level in (0.9, 0.8, 0.7)}
+    assert upper[0.9] > upper[0.8] > upper[0.7] > 0.55  # the fit mean of the split setting is 55%
+    budget = (upper[0.8] + upper[0.9]) / 2
+    strict = search_routing(data, latency_budget=budget, confidence=0.9, **args)
+    assert strict.rule == "recall-floor" and not strict.feasible
+    relaxed = search_routing(data, latency_budget=budget, confidence=0.9, min_confidence=0.7, **args)
+    assert relaxed.rule == "both-relaxed" and relaxed.feasible
+    assert relaxed.confidence == 0.8 and relaxed.requested_confidence == 0.9  # the first step that meets both
+    assert relaxed.latency_upper == pytest.approx(upper[0.8]) and relaxed.thresholds == strict.thresholds
+    assert relaxed.to_dict()["requested_confidence"] == 0.9 and relaxed.to_dict()["confidence"] == 0.8
+    # a budget below even the 70% bound: the recall floor decides, with the bounds at the requested confidence
+    tight = search_routing(data, latency_budget=0.5, confidence=0.9, min_confidence=0.7, **args)
+    assert tight.rule == "recall-floor" and tight.confidence == 0.9
+    with pytest.raises(ValueError):
+        search_routing(data, confidence=0.8, min_confidence=0.9)
+
+
+def test_calibration_targets_name_their_options() -> None:
+    assert CalibrationTargets().min_confidence == 0.7 and not CalibrationTargets().problems()
+    with pytest.raises(InvalidInput, match="--min-confidence"):
+        CalibrationTargets(confidence=0.8, min_confidence=0.9).check()
 
 
 def test_search_routing_keeps_the_recall_floor_when_the_budget_is_too_tight() -> None:
