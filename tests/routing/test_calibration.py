@@ -162,6 +162,10 @@ def test_the_bounds_are_relaxed_step_by_step_before_the_budget_is_given_up() -> 
     assert relaxed.confidence == 0.8 and relaxed.requested_confidence == 0.9  # the first step that meets both
     assert relaxed.latency_upper == pytest.approx(upper[0.8]) and relaxed.thresholds == strict.thresholds
     assert relaxed.to_dict()["requested_confidence"] == 0.9 and relaxed.to_dict()["confidence"] == 0.8
+    # the last step is min_confidence itself (0.9 - 0.1 - 0.1 must not fall just below 0.7)
+    lowest = search_routing(data, latency_budget=(upper[0.7] + upper[0.8]) / 2, confidence=0.9, min_confidence=0.7,
+                            **args)
+    assert lowest.rule == "both-relaxed" and lowest.confidence == 0.7
     # a budget below even the 70% bound: the recall floor decides, with the bounds at the requested confidence
     tight = search_routing(data, latency_budget=0.5, confidence=0.9, min_confidence=0.7, **args)
     assert tight.rule == "recall-floor" and tight.confidence == 0.9
