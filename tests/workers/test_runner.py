@@ -6,6 +6,7 @@ are real. The same runner under real Celery workers is tested in test_jobs_e2e.p
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +55,9 @@ def setup(redis_url: str, mini_embedded: tuple[EmbeddedBackend, str], use_embedd
     import tests.support.slow_pipeline  # noqa: F401 - registers test-steps
 
     scheduler = InlineScheduler()
-    runner = JobRunner(WorkerContext(settings, runtime=Runtime(settings, backend=backend, embedder=use_embedder)),
-                       scheduler)
+    # settle_heap=False: the tests share one process, whose heap one test freezing would change for the rest
+    runner = JobRunner(WorkerContext(settings, runtime=Runtime(settings, backend=backend, embedder=use_embedder),
+                                     settle_heap=False), scheduler)
     scheduler.runner = runner
     return runner, scheduler
 
@@ -95,6 +97,24 @@ def test_a_whole_pipeline_runs_in_one_step(setup: tuple[JobRunner, InlineSchedul
     assert runner.run_search(job_id) == "succeeded" and not scheduler.rounds
     job = runner.store.get(job_id)
     assert job is not None and job.result["pipeline"] == "hybrid" and job.result["hits"][0]["snippet"]  # type: ignore
+
+
+def test_the_heap_is_settled_once_after_the_first_search_work(setup: tuple[JobRunner, InlineScheduler]) -> None:
+    runner, scheduler = setup
+    runner.run_search(search_job(runner, "hybrid"))
+    assert not runner.ctx.settled  # turned off for the fixture's runner
+    context = WorkerContext(runner.ctx.settings, runtime=runner.ctx.runtime)
+    settling = JobRunner(context, scheduler)
+    frozen_before = gc.get_freeze_count()
+    try:
+        assert settling.run_search(search_job(settling, "hybrid")) == "succeeded"
+        frozen = gc.get_freeze_count()
+        assert context.settled and frozen > frozen_before
+        assert settling.run_search(search_job(settling, "hybrid")) == "succeeded"
+        assert gc.get_freeze_count() == frozen  # once per process
+    finally:
+        if frozen_before == 0:
+            gc.unfreeze()
 
 
 def test_states_are_only_rebuilt_from_trusted_modules(setup: tuple[JobRunner, InlineScheduler]) -> None:
