@@ -78,7 +78,7 @@ class WorkerContext:
         self._lock = threading.Lock()
         self._runtime: Runtime | None = runtime
         self._settle_heap = settle_heap
-        self.settled = False
+        self._frozen: int | None = None
         self._client: redis.Redis | None = None
         self._store: JobStore | None = None
         self._traces: TraceSink | None = None
@@ -116,12 +116,20 @@ class WorkerContext:
         (0.2–0.3 s each with STARD's models) instead of one landing on a later job now and then.
         """
         self._check_fork()
-        with self._lock:
-            if self.settled or not self._settle_heap:
-                return
-            self.settled = True
-        log.info("heap settled after the first search work; %d long-lived objects kept out of garbage "
-                 "collection", settle_heap())
+        if self._settle_heap:
+            built_once(self, "_frozen", self._lock, self._settle)
+
+    @property
+    def settled(self) -> bool:
+        """Whether :meth:`settle_once` has settled this process's heap."""
+        return self._frozen is not None
+
+    @staticmethod
+    def _settle() -> int:
+        frozen = settle_heap()
+        log.info("heap settled after the first search work; %d long-lived objects kept out of garbage collection",
+                 frozen)
+        return frozen
 
     def llm_slot(self) -> Any:
         """A context manager holding one cluster-wide LLM slot (a no-op when no LLM is configured)."""
