@@ -28,7 +28,6 @@ Example::
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import threading
@@ -48,6 +47,7 @@ from service.agents.vocabulary import Vocabulary
 from service.analysis.chain import analyzer_for
 from service.analysis.language import detect_language
 from service.errors import ConfigError
+from service.gzjson import read_gzip_json, write_gzip_json
 from service.rerank.citation_count import CitationCounter
 from service.rerank.cocitation import CoCitation
 from service.rerank.features import FEATURE_NAMES
@@ -177,8 +177,7 @@ def _write_component(name: str, component: Any, target: Path) -> None:
     elif name == "vocabulary":
         component.save(target)
     elif name == "term_mapping":
-        with gzip.open(target, "wt", encoding="utf-8") as fh:
-            json.dump(component.to_json(), fh, ensure_ascii=False, separators=(",", ":"))
+        write_gzip_json(target, component.to_json())
     elif name in ("prior", "planner", "law_mixer", "cocitation", "citation_counter"):
         target.write_text(json.dumps(component.to_json(), ensure_ascii=False), encoding="utf-8")
     else:
@@ -197,8 +196,7 @@ def _read_component(name: str, path: Path, feature_names: Sequence[str], compile
     if name == "vocabulary":
         return Vocabulary.load(path)
     if name == "term_mapping":
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            return TermMapping.from_json(json.load(fh))
+        return TermMapping.from_json(read_gzip_json(path))
     if name == "prior":
         return ArticlePrior.from_json(json.loads(path.read_text(encoding="utf-8")))
     if name == "planner":

@@ -193,7 +193,7 @@ def fit_parts(data: TrainingData, rows: Sequence[int], graph: CorpusGraph, vocab
     targets = []
     keep = []
     for j, g in enumerate(golds):
-        vs = [data.gold_vectors[d] for d in g if d in data.gold_vectors]
+        vs = [data.gold_vectors[d] for d in sorted(g) if d in data.gold_vectors]  # a set's order varies
         if vs:
             targets.append(np.mean(vs, axis=0))
             keep.append(j)

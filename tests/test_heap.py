@@ -21,7 +21,8 @@ def test_settling_freezes_what_is_alive_and_later_cycles_are_still_collected() -
     try:
         kept = _Node()
         frozen = settle_heap()
-        assert frozen == gc.get_freeze_count() > 0
+        # Frozen objects that die afterwards (temporaries, other threads' objects) leave the count.
+        assert 0 < gc.get_freeze_count() <= frozen
         assert heap._unfreeze_registered  # the frozen objects go back to the collector at exit
         assert not any(obj is kept for obj in gc.get_objects())  # out of the collector's passes
         cycle = _Node()

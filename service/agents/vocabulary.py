@@ -19,9 +19,7 @@ Example::
 
 from __future__ import annotations
 
-import gzip
 import heapq
-import json
 import math
 import re
 import threading
@@ -33,6 +31,7 @@ from typing import Protocol, runtime_checkable
 from service.analysis.chain import analyzer_for
 from service.corpus.model import LegalDoc
 from service.corpus.views import bm25_text
+from service.gzjson import read_gzip_json, write_gzip_json
 
 UNSEEN_LIMIT = 0.5
 """A rewrite with more than this share of unseen terms is discarded (guard for LLM rewrites)."""
@@ -110,7 +109,7 @@ class Vocabulary:
             lang = doc.lang or default_lang
             df.update(set(analyzer_for(lang).tokens(bm25_text(doc))))
             count += 1
-        return cls(dict(df), count)
+        return cls(dict(sorted(df.items())), count)  # counted from sets: order them by term
 
     def __len__(self) -> int:
         return len(self.df)
@@ -173,13 +172,11 @@ class Vocabulary:
 
     def save(self, path: Path) -> None:
         """Write ``{"documents": N, "df": {...}}`` as gzipped JSON."""
-        with gzip.open(path, "wt", encoding="utf-8") as fh:
-            json.dump({"documents": self.documents, "df": self.df}, fh, ensure_ascii=False, separators=(",", ":"))
+        write_gzip_json(path, {"documents": self.documents, "df": self.df})
 
     @classmethod
     def load(cls, path: Path) -> Vocabulary:
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            data = json.load(fh)
+        data = read_gzip_json(path)
         return cls({str(k): int(v) for k, v in data["df"].items()}, int(data["documents"]))
 
 

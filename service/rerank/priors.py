@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from service.ordering import best_first
 from service.retrieval.tfidf import TfidfSpace
 
 NEIGHBOURS = 30
@@ -54,8 +55,8 @@ class ArticlePrior:
         counts: Counter[str] = Counter()
         laws: Counter[str] = Counter()
         for gold in golds:
-            counts.update(set(gold))
-            laws.update({law_of(d) for d in gold})
+            counts.update(sorted(set(gold)))
+            laws.update(sorted({law_of(d) for d in gold}))
         return cls(counts, laws, len(golds))
 
     def count(self, doc_id: str) -> int:
@@ -74,7 +75,7 @@ class ArticlePrior:
 
     def top(self, n: int) -> list[str]:
         """The ``n`` most frequent gold articles."""
-        return [d for d, _ in Counter(self.counts).most_common(n)]
+        return [d for d, _ in best_first(self.counts, n)]
 
     def to_json(self) -> dict[str, Any]:
         return {"counts": self.counts, "law_counts": self.law_counts, "questions": self.questions}

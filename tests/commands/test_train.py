@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -92,3 +95,28 @@ def test_bad_split_and_bad_option_are_clear_errors(cli, model_dir, tmp_path) -> 
     code, _, err = cli("eval", "--data", str(MINI), "--split", "dev", "--pipeline", "agentic", "--model",
                        "/nonexistent/model")
     assert code == 2 and "lexsearch train" in err
+
+
+def test_training_writes_the_same_models_under_any_string_hash_seed(model_dir, env, tmp_path: Path) -> None:
+    """Python randomises string hashes per process; the models must not follow a set's order."""
+    folders = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"seed-{seed}"
+        child_env = {**os.environ, **{k: v for k, v in env.items() if k.startswith("LEXSEARCH_")},
+                     "PYTHONHASHSEED": seed}
+        result = subprocess.run([sys.executable, "-m", "service.cli", "train", "--data", str(MINI), "--split", "dev",
+                                 "--out", str(out), "--folds", "2", "--no-calibrate"],
+                                capture_output=True, text=True, timeout=300, env=child_env)
+        assert result.returncode == 0, result.stderr
+        folders.append(out)
+    first, second = (sorted(p.relative_to(f) for p in f.rglob("*") if p.is_file()) for f in folders)
+    assert first == second and len(first) >= 8
+    for name in first:
+        a, b = (folder / name for folder in folders)
+        if name == Path("manifest.json"):
+            manifests = [json.loads(p.read_text()) for p in (a, b)]
+            for manifest in manifests:
+                del manifest["created"], manifest["timings_s"]
+            assert manifests[0] == manifests[1]
+        else:
+            assert a.read_bytes() == b.read_bytes(), f"{name} differs between the two trainings"

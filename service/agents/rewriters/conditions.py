@@ -22,6 +22,7 @@ from service.analysis.chain import analyzer_for
 from service.corpus.model import Query
 from service.corpus.views import bm25_text
 from service.llm.client import LlmClient
+from service.ordering import best_first
 
 FEEDBACK_DOCS = 5
 FEEDBACK_TERMS = 15
@@ -45,7 +46,7 @@ def feedback_terms(evidence: Evidence, vocabulary: Vocabulary | None, *, docs: i
             scores[term] += doc_weight * (c / len(tokens)) * idf
     for term in set(evidence.terms):
         scores.pop(term, None)
-    best = [(t, s) for t, s in scores.most_common(size) if s > 0 and len(t) > 1]
+    best = [(t, s) for t, s in best_first(scores, size) if s > 0 and len(t) > 1]
     if not best:
         return {}
     top = best[0][1]

@@ -33,6 +33,7 @@ from service.agents.base import AgentName, Evidence, Rewrite, RewriteOutput, Tra
 from service.agents.rewriters._llm import LlmRewriter
 from service.corpus.model import Query
 from service.llm.client import LlmClient
+from service.ordering import best_first
 
 MIN_PAIRS = 2
 PER_TERM = 15
@@ -61,17 +62,18 @@ class TermMapping:
         c_a: Counter[str] = Counter()
         c_qa: Counter[tuple[str, str]] = Counter()
         for q_terms, a_terms in zip(questions, answers, strict=True):
-            qs = set(q_terms)
+            qs = sorted(set(q_terms))
+            article_terms = sorted(a_terms)
             c_q.update(qs)
-            c_a.update(a_terms)
+            c_a.update(article_terms)
             for q in qs:
-                for a in a_terms:
+                for a in article_terms:
                     c_qa[(q, a)] += 1
         table: dict[str, list[tuple[str, float]]] = defaultdict(list)
-        for (q, a), c in c_qa.items():
+        for (q, a), c in sorted(c_qa.items()):
             if c >= min_pairs:
                 table[q].append((a, c / c_q[q] * math.log(n / c_a[a])))
-        return cls({q: sorted(pairs, key=lambda p: -p[1])[:per_term] for q, pairs in table.items()})
+        return cls({q: best_first(pairs, per_term) for q, pairs in table.items()})
 
     def __len__(self) -> int:
         return len(self.table)
@@ -80,12 +82,12 @@ class TermMapping:
                ) -> dict[str, float]:
         """Expansion terms (not in ``terms``) with weights in ``(0, weight]``, best first."""
         scores: Counter[str] = Counter()
-        for q in set(terms):
+        for q in dict.fromkeys(terms):  # each term once, in the question's order (not a set's)
             for a, w in self.table.get(q, ()):
                 scores[a] += w
         for q in terms:
             scores.pop(q, None)
-        best = [(a, s) for a, s in scores.most_common(size) if s > 0]
+        best = [(a, s) for a, s in best_first(scores, size) if s > 0]
         if not best:
             return {}
         top = best[0][1]
