@@ -98,7 +98,9 @@ def test_bad_split_and_bad_option_are_clear_errors(cli, model_dir, tmp_path) -> 
 
 
 def test_training_writes_the_same_models_under_any_string_hash_seed(model_dir, env, tmp_path: Path) -> None:
-    """Python randomises string hashes per process; the models must not follow a set's order."""
+    """Python randomises string hashes per process; the models must not follow a set's order.
+
+    (``model_dir`` has built the module's index, which both trainings then share.)"""
     folders = []
     for seed in ("1", "2"):
         out = tmp_path / f"seed-{seed}"
