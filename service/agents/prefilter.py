@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -114,7 +115,13 @@ class LawClassifier:
             coef = np.zeros((1, x.shape[1]), dtype=np.float32)
             return cls(space, coef, np.zeros(1, dtype=np.float32), classes, [law_of[classes[0]]])
         model = LogisticRegression(C=c, max_iter=1000)
-        model.fit(x[rows], ys, sample_weight=np.asarray(weights))
+        with warnings.catch_warnings():
+            # Many sections and few questions per section is what this classifier is for (Swiss
+            # acts: hundreds of sections, 100 questions); sklearn's guess that such labels are a
+            # regression target would only clutter `lexsearch train`'s output.
+            warnings.filterwarnings("ignore", message="The number of unique classes is greater than 50%",
+                                    category=UserWarning)
+            model.fit(x[rows], ys, sample_weight=np.asarray(weights))
         sections = [str(s) for s in model.classes_]
         return cls(space, model.coef_.astype(np.float32), model.intercept_.astype(np.float32), sections,
                    [law_of[s] for s in sections])

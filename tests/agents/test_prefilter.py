@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -50,6 +52,14 @@ def test_classifier_sums_sections_per_law_and_uses_vectors() -> None:
     assert single.law_probabilities(["x"]) == [("A", pytest.approx(1.0))]
     with pytest.raises(ValueError):
         LawClassifier.fit(TOKENS[:2], None, [[], []], {})
+
+
+def test_many_sections_for_few_questions_train_without_warnings() -> None:
+    labels = [[f"OR#{i}"] for i in range(len(TOKENS))]  # every question its own section
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf = LawClassifier.fit(TOKENS, None, labels, {s: "OR" for labs in labels for s in labs})
+    assert len(clf.sections) == len(TOKENS)
 
 
 def test_one_question_scores_as_the_sparse_feature_matrix_does() -> None:
