@@ -19,7 +19,6 @@ Example::
 
 from __future__ import annotations
 
-import heapq
 import math
 import re
 import threading
@@ -32,6 +31,7 @@ from service.analysis.chain import analyzer_for
 from service.corpus.model import LegalDoc
 from service.corpus.views import bm25_text
 from service.gzjson import read_gzip_json, write_gzip_json
+from service.ordering import best_first
 
 UNSEEN_LIMIT = 0.5
 """A rewrite with more than this share of unseen terms is discarded (guard for LLM rewrites)."""
@@ -158,9 +158,7 @@ class Vocabulary:
             for candidate in index.get(gram, ()):
                 shared[candidate] += 1
         best: tuple[int, int, str] | None = None
-        # Ties broken by the term itself: Counter.most_common would keep insertion order, which
-        # follows the iteration order of a set of strings and so changes from process to process.
-        for candidate, overlap in heapq.nsmallest(200, shared.items(), key=lambda kv: (-kv[1], kv[0])):
+        for candidate, overlap in best_first(shared, 200):  # ties by term, not by a set's order
             if overlap < max(1, len(grams) // 3):
                 break
             distance = edit_distance(term, candidate, limit)

@@ -62,15 +62,14 @@ class TermMapping:
         c_a: Counter[str] = Counter()
         c_qa: Counter[tuple[str, str]] = Counter()
         for q_terms, a_terms in zip(questions, answers, strict=True):
-            qs = sorted(set(q_terms))
-            article_terms = sorted(a_terms)
+            qs = set(q_terms)
             c_q.update(qs)
-            c_a.update(article_terms)
+            c_a.update(a_terms)
             for q in qs:
-                for a in article_terms:
+                for a in a_terms:
                     c_qa[(q, a)] += 1
         table: dict[str, list[tuple[str, float]]] = defaultdict(list)
-        for (q, a), c in sorted(c_qa.items()):
+        for (q, a), c in sorted(c_qa.items()):  # counted from sets: read them in order
             if c >= min_pairs:
                 table[q].append((a, c / c_q[q] * math.log(n / c_a[a])))
         return cls({q: best_first(pairs, per_term) for q, pairs in table.items()})
