@@ -20,7 +20,8 @@ held-out folds.
 Variants of the question processing (first-stage pipelines only; trained pipelines use
 ``processed``): ``processed`` (long questions read as passages and question proper),
 ``truncated`` (the question cut to its first 8,000 characters, the old limit, and searched as one
-text) and ``whole`` (the whole question as one text).
+text) and ``whole`` (the whole question as one text). The first-stage pipelines are the label-free
+baselines: ``hybrid`` fuses with the index's own weights, never with a fold's trained ones.
 
 Writes ``OUT/results.json`` (every figure), ``OUT/runs/cv<f>.<variant>.<pipeline>.run`` (TREC run
 files) and ``OUT/folds/cv<f>.json`` (each fold's per-question scores), and prints the tables of
@@ -192,6 +193,9 @@ def main(argv: list[str]) -> int:
             if not names:
                 continue
             runtime = runtime_for(variant, str(model_dir) if trained else "")
+            # bm25, dense and hybrid are the label-free baselines: hybrid fuses with the index's own
+            # weights, not with the fold's trained ones (which the model folder would impose)
+            first_stage = runtime_for(variant) if trained else runtime
             models = load_models(runtime.settings.index.model_dir) if trained else None
             choices, _ = parse_set_choices(args.sets, counter=models.citation_counter if models else None)
             params = RoutingParams.resolve(runtime.settings.routing, runtime.backend.metadata(index))
@@ -199,13 +203,15 @@ def main(argv: list[str]) -> int:
                        if c.name == "cliff" else c for c in choices]
             for name in names:
                 runtime.forget_query_caches()
+                first_stage.forget_query_caches()
                 scorer = None
                 if name == "agentic":
                     scorer = LawScorer({qid: {docs_law[d] for d in ids if d in docs_law} for qid, ids in qrels.items()})
                     law_scorers.append(scorer)
                     fold_law = scorer
                 print(f"fold {f}: {variant} {name} on {len(queries)} questions", flush=True)
-                result, run = evaluate(runtime.pipeline(name), questions_for(variant, queries), qrels, index=index,
+                searcher = (first_stage if name in FIRST_STAGE else runtime).pipeline(name)
+                result, run = evaluate(searcher, questions_for(variant, queries), qrels, index=index,
                                        k=100, label=name, set_choices=choices, on_response=scorer)
                 write_run(out / "runs" / f"cv{f}.{variant}.{name}.run", run, tag=f"{variant}-{name}")
                 rows[f"{variant}/{name}"].extend(result.rows)
