@@ -384,7 +384,7 @@ def match_body(text: str, *, k: int, filters: Filters | None, fields: FieldMap) 
 
 
 def knn_body(engine: Engine, vector: Sequence[float], *, k: int, candidates: int, filters: Filters | None,
-             fields: FieldMap) -> dict[str, Any]:
+             fields: FieldMap, only: Sequence[str] = ()) -> dict[str, Any]:
     """Approximate nearest neighbours with the filter *inside* the kNN clause.
 
     So ``k`` results are the best ``k`` among matching documents (Lucene searches the graph
@@ -397,9 +397,13 @@ def knn_body(engine: Engine, vector: Sequence[float], *, k: int, candidates: int
         candidates: the HNSW beam width floor (``num_candidates`` on ES, the Lucene ``k`` on OpenSearch).
         filters: metadata restrictions.
         fields: the field map (vector field, filter fields, id field).
+        only: restrict to these document or work ids (with ``k`` at least their versions, Lucene then
+            scores every one of them exactly).
     """
     values = np.round(np.asarray(vector, dtype=np.float64), VECTOR_DECIMALS).tolist()
     clauses = filter_clauses(filters, fields)
+    if only:
+        clauses.append(ids_clause(only, fields))
     beam = max(k, candidates)
     body: dict[str, Any] = {"size": k, **hit_fields(fields), "track_total_hits": False}
     if engine is Engine.OPENSEARCH:
@@ -429,6 +433,15 @@ def msearch_body(index: str, bodies: Sequence[Mapping[str, Any]],
         lines.append(header)
         lines.append(dict(body))
     return lines
+
+
+def ids_clause(ids: Sequence[str], fields: FieldMap) -> dict[str, Any]:
+    """A filter clause matching the documents with these ids, and the versions of the works with these ids."""
+    by_id: dict[str, Any] = ({"ids": {"values": list(ids)}} if fields.id == ENGINE_ID
+                             else {"terms": {fields.id: list(ids)}})
+    if not fields.work:
+        return by_id
+    return {"bool": {"should": [by_id, {"terms": {fields.work: list(ids)}}], "minimum_should_match": 1}}
 
 
 def ids_body(ids: Sequence[str], fields: FieldMap, *, excludes: Sequence[str] = ()) -> dict[str, Any]:

@@ -121,6 +121,10 @@ class SearchBackend(Protocol):
               filters: Filters | None = None, lang: str = "") -> tuple[list[Hit], list[Hit]]:
         """BM25 and kNN side by side, in one round trip where the engine allows."""
 
+    def similarities(self, name: str, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        """The kNN score (cosine) of ``vector`` with each of ``ids``, also those a kNN search would not
+        return; a work scores as its best version. Ids not in the index are absent from the result."""
+
     def fetch(self, name: str, ids: Sequence[str]) -> dict[str, LegalDoc]:
         """Documents by id (missing ids are absent from the result)."""
 

@@ -139,6 +139,8 @@ class _Snapshot:
     """Document id -> work id, for documents that are one of several versions of a work."""
     max_versions: int
     """The most versions any work has (1 when every document is a work of its own)."""
+    versions_of: dict[str, list[int]]
+    """Work id -> the iids of its versions (only works with versions)."""
 
     def collapse(self, hits: list[Hit], k: int, label: str) -> list[Hit]:
         """One hit per work (a no-op for an index without versions)."""
@@ -249,7 +251,7 @@ class EmbeddedIndex:
         ids: list[str | None] = [None] * next_iid
         iid_of: dict[str, int] = {}
         work_of: dict[str, str] = {}
-        versions: dict[str, int] = {}
+        versions_of: dict[str, list[int]] = {}
         columns = _FilterColumns()
         columns._grow(next_iid)
         for iid, doc_id, date, work_id, *values in rows:
@@ -257,7 +259,7 @@ class EmbeddedIndex:
             iid_of[doc_id] = iid
             if work_id:
                 work_of[doc_id] = work_id
-                versions[work_id] = versions.get(work_id, 0) + 1
+                versions_of.setdefault(work_id, []).append(iid)
             columns.set(iid, dict(zip(_DOC_COLUMNS, values, strict=True)), date)
         if len(rows) != manifest["documents"]:
             raise IndexCorrupt(
@@ -266,7 +268,7 @@ class EmbeddedIndex:
             )
         snap = _Snapshot(manifest=manifest, mtime=mtime, tantivy=text_index, schema=text_index.schema,
                          vectors=vectors, ids=ids, iid_of=iid_of, columns=columns, work_of=work_of,
-                         max_versions=max(versions.values(), default=1))
+                         max_versions=max(map(len, versions_of.values()), default=1), versions_of=versions_of)
         self._snap = snap
         return snap
 
@@ -536,6 +538,31 @@ class EmbeddedIndex:
         selector = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bitmap))
         scores, iids = index.search(query, min(k, len(allowed)), params=_search_params(snap, selector, k))
         return _vector_hits(snap, scores[0], iids[0])
+
+    def similarities(self, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        """The kNN score (inner product) of ``vector`` with each stored document or work of ``ids``; a
+        work scores as its best version. Ids not in the index are left out."""
+        snap = self.snapshot()
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.shape[0] != snap.manifest["dim"]:
+            raise InvalidInput(f"query vector has dimension {query.shape[0]}, the index {snap.manifest['dim']}")
+        owners: list[str] = []
+        iids: list[int] = []
+        for doc_id in dict.fromkeys(ids):
+            members = snap.versions_of.get(doc_id)
+            if members is None:
+                iid = snap.iid_of.get(doc_id)
+                members = [iid] if iid is not None else []
+            owners.extend([doc_id] * len(members))
+            iids.extend(members)
+        if not iids:
+            return {}
+        sims = (snap.vectors.reconstruct_batch(np.asarray(iids, dtype=np.int64)) @ query).tolist()
+        out: dict[str, float] = {}
+        for doc_id, sim in zip(owners, sims, strict=True):
+            if sim > out.get(doc_id, -np.inf):
+                out[doc_id] = sim
+        return out
 
     def fetch(self, ids: Sequence[str]) -> dict[str, LegalDoc]:
         self.snapshot()
@@ -884,6 +911,9 @@ class EmbeddedBackend:
               lang: str = "") -> tuple[list[Hit], list[Hit]]:
         idx = self._existing(name)
         return idx.bm25(query, k=k, filters=filters, lang=lang), idx.knn(vector, k=k, filters=filters)
+
+    def similarities(self, name: str, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        return self._existing(name).similarities(vector, ids)
 
     def fetch(self, name: str, ids: Sequence[str]) -> dict[str, LegalDoc]:
         return self._existing(name).fetch(ids)

@@ -98,7 +98,14 @@ class AgenticFinish:
             memory_top_sim=state.features.get("memory_top_sim", 0.0), query_terms=len(state.terms),
             depth=max(int(state.request["k"]), self.settings.retrieval.depth),
             issues=[_issue_context(IssueEvidence.from_json(i)) for i in state.issues],
-            cocitation={d: (v[0], v[1]) for d, v in state.cocitation.items()}, agents_ran=state.round >= 1)
+            cocitation={d: (v[0], v[1]) for d, v in state.cocitation.items()}, agents_ran=state.round >= 1,
+            similarities=self.similarities(state))
+
+    def similarities(self, state: AgenticState) -> dict[str, float]:
+        """The question vector's kNN score with every pool candidate ({} without a vector)."""
+        if state.vector is None or not state.pool:
+            return {}
+        return self.backend.similarities(state.request["index"], state.vector, list(state.pool))
 
 
 def _head_and_tail(pool: list[Hit], depth: int) -> tuple[list[Hit], list[Hit]]:

@@ -61,7 +61,7 @@ FEATURE_NAMES: tuple[str, ...] = (
     "cites_top", "cited_by_top", "neighbour_of_top", "same_law_top10", "same_heading_top10",
     "article_position", "article_number_log", "law_size_log", "doc_length_log",
     "query_terms", "law_top_p", "memory_top_sim", "cited_in_question",
-    *ISSUE_COLUMNS, "cocite_support", "cocite_max",
+    *ISSUE_COLUMNS, "cocite_support", "cocite_max", "dense_sim", "dense_sim_z",
 )
 """Column names, in order. Changing them invalidates trained rerankers (their manifest keeps the list)."""
 
@@ -98,6 +98,8 @@ class FeatureContext:
         cocitation: per candidate, (summed, strongest) companion weight from the best candidates.
         agents_ran: whether any agent round merged into the pool (``None``: look at the hits). Only
             a shortcut: a pool without agent evidence gets the same rows either way.
+        similarities: the question vector's kNN score with every candidate's stored vector, also
+            for the candidates the kNN list did not return (empty: unknown).
     """
 
     graph: CorpusGraph | None = None
@@ -111,6 +113,7 @@ class FeatureContext:
     issues: Sequence[IssueContext] = ()
     cocitation: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     agents_ran: bool | None = None
+    similarities: Mapping[str, float] = field(default_factory=dict)
 
 
 def zscores_of(hits: Sequence[Hit], key: str) -> tuple[dict[str, float], float]:
@@ -234,6 +237,10 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext, *, rows: Sequence[Hi
     issues = ctx.issues if len(ctx.issues) > 1 else ()
     cocitation = ctx.cocitation
     agents_ran = ctx.agents_ran
+    similarities = ctx.similarities
+    pool_sims = [similarities[h.doc_id] for h in hits if h.doc_id in similarities]
+    sim_mean = sum(pool_sims) / len(pool_sims) if pool_sims else 0.0
+    sim_std = max(1e-6, math.sqrt(sum((x - sim_mean) ** 2 for x in pool_sims) / len(pool_sims))) if pool_sims else 1.0
     if agents_ran is None:
         agents_ran = any(p.round >= 1 for h in hits for p in h.provenance) or any(
             key.startswith("agent:") for h in hits for key in h.scores)
@@ -307,6 +314,11 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext, *, rows: Sequence[Hi
         cocited = cocitation.get(d)
         if cocited is not None:
             row[col["cocite_support"]], row[col["cocite_max"]] = cocited
+        sim = similarities.get(d)
+        if sim is None:  # unknown: what the kNN list says
+            row[col["dense_sim"]], row[col["dense_sim_z"]] = row[col["knn"]], row[col["knn_z"]]
+        else:
+            row[col["dense_sim"]], row[col["dense_sim_z"]] = sim, (sim - sim_mean) / sim_std
     return np.asarray(matrix, dtype=np.float32)
 
 

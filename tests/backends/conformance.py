@@ -98,6 +98,18 @@ class BackendConformance:
         assert hits[0].scores["knn"] == pytest.approx(1.0, abs=1e-3)
         assert [h.ranks["knn"] for h in hits] == [1, 2, 3]
 
+    def test_similarities_score_every_document_as_knn_does(self, ctx) -> None:
+        backend, name, docs, embedder = ctx
+        vector = embedder.embed_queries(["Testament unter Drohung"])[0]
+        everything = {h.doc_id: h.scores["knn"] for h in backend.knn(name, vector, k=len(docs))}
+        far = list(everything)[-3:]  # the last of the kNN list, which a top 3 would not return
+        wanted = [*far, next(iter(everything)), "no-such-document"]
+        sims = backend.similarities(name, vector, wanted)
+        assert set(sims) == set(wanted) - {"no-such-document"}
+        for doc_id, sim in sims.items():
+            assert sim == pytest.approx(everything[doc_id], abs=2e-3), doc_id
+        assert backend.similarities(name, vector, []) == {}
+
     def test_probe_runs_both_retrievers(self, ctx) -> None:
         backend, name, _, embedder = ctx
         query = "Testament unter Drohung"
@@ -247,6 +259,15 @@ class WorkConformance:
         assert top.scores["knn"] == pytest.approx(1.0, abs=1e-3)  # the French version matched
         italian_only = backend.knn(name, vector, k=3, filters=Filters.of(lang="it"))[0]
         assert italian_only.doc_id == "OR-art41-de" and italian_only.scores["knn"] < 0.999
+
+    def test_similarities_score_a_work_by_its_best_version(self, works_index, trilingual_docs, use_embedder) -> None:
+        backend, name = works_index
+        french = next(d for d in trilingual_docs if d.id == "OR-art41-fr")
+        vector = use_embedder.embed_documents([embedding_text(french)])[0]
+        knn = {h.doc_id: h.scores["knn"] for h in backend.knn(name, vector, k=30)}
+        sims = backend.similarities(name, vector, ["OR-art41-de", "OR-art257e-de"])
+        assert sims["OR-art41-de"] == pytest.approx(1.0, abs=1e-3)  # the French version's own vector
+        assert sims["OR-art257e-de"] == pytest.approx(knn["OR-art257e-de"], abs=2e-3)
 
     def test_a_language_filter_restricts_the_versions_searched(self, works_index, trilingual_docs) -> None:
         backend, name = works_index

@@ -145,3 +145,19 @@ def test_rows_of_some_hits_are_those_the_whole_pool_gives_them() -> None:
     some = pool_features(hits, ctx, rows=[hits[2], hits[0]])
     assert np.array_equal(some, whole[[2, 0]])
     assert pool_features(hits, ctx, rows=[]).shape == (0, len(FEATURE_NAMES))
+
+
+def test_dense_similarity_covers_the_candidates_the_knn_list_missed() -> None:
+    or1, or3, zgb = pool_features(_hits(), FeatureContext(similarities={"or-1": 0.8, "or-3": 0.6, "zgb-1": 0.1}))
+    assert or3[COL["dense_sim"]] == pytest.approx(0.6)  # BM25 found it; kNN did not
+    assert or3[COL["knn"]] == pytest.approx(0.75)  # the kNN list's own column keeps its floor (0.8 - 0.05)
+    mean, std = 0.5, math.sqrt(((0.3 ** 2) + (0.1 ** 2) + (0.4 ** 2)) / 3)
+    assert or1[COL["dense_sim_z"]] == pytest.approx((0.8 - mean) / std, rel=1e-5)
+    assert zgb[COL["dense_sim_z"]] < or3[COL["dense_sim_z"]] < or1[COL["dense_sim_z"]]
+
+
+def test_without_similarities_the_dense_columns_repeat_the_knn_list() -> None:
+    m = pool_features(_hits(), FeatureContext())
+    assert np.array_equal(m[:, COL["dense_sim"]], m[:, COL["knn"]])
+    assert np.array_equal(m[:, COL["dense_sim_z"]], m[:, COL["knn_z"]])
+

@@ -320,14 +320,27 @@ class EngineBackend:
             return None
         return req.bm25_body(weights, k=k, filters=filters, fields=fm)
 
-    def _knn_body(self, info: IndexInfo, vector: np.ndarray, *, k: int, filters: Filters | None) -> dict[str, Any]:
+    def _knn_body(self, info: IndexInfo, vector: np.ndarray, *, k: int, filters: Filters | None,
+                  only: Sequence[str] = ()) -> dict[str, Any]:
         if not info.field_map.vector:
             raise InvalidInput("this index has no vector field in its field map, so kNN cannot run")
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if info.dim and query.shape[0] != info.dim:
             raise InvalidInput(f"query vector has dimension {query.shape[0]}, the index {info.dim}")
         return req.knn_body(self.engine, query, k=k, candidates=self.options.knn_candidates, filters=filters,
-                            fields=info.field_map)
+                            fields=info.field_map, only=only)
+
+    def similarities(self, name: str, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        """The kNN score of ``vector`` with each document or work of ``ids`` (a work: its best version),
+        scored exactly: a kNN search restricted to them, with ``k`` as large as their versions."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        info = self.catalog.info(name)
+        fetch = len(wanted) * self.max_versions(name, info)
+        body = self._knn_body(info, vector, k=fetch, filters=None, only=wanted)
+        response = self.client.call_complete("kNN scores", self.api.search, name, body, index=name)
+        return {hit.doc_id: hit.score for hit in engine_hits(response, "knn", info, fetch)}
 
     def fetch(self, name: str, ids: Sequence[str]) -> dict[str, LegalDoc]:
         """Documents by id (missing ids are absent); the vector and token fields are not transferred."""
