@@ -153,7 +153,8 @@ def main(argv: list[str]) -> int:
     (out / "runs").mkdir(parents=True, exist_ok=True)
     (out / "folds").mkdir(exist_ok=True)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    base = runtime_for("processed")
+    label_free = {v: runtime_for(v) for v in {"processed", *variants}}  # no model folder: the baselines
+    base = label_free["processed"]
     index = ensure_dataset_index(base, dataset)
     docs_law: dict[str, str] = {}
     rows: dict[str, list[QueryScore]] = defaultdict(list)
@@ -192,10 +193,10 @@ def main(argv: list[str]) -> int:
             names = pipelines if variant == "processed" else [p for p in pipelines if p in FIRST_STAGE]
             if not names:
                 continue
-            runtime = runtime_for(variant, str(model_dir) if trained else "")
             # bm25, dense and hybrid are the label-free baselines: hybrid fuses with the index's own
             # weights, not with the fold's trained ones (which the model folder would impose)
-            first_stage = runtime_for(variant) if trained else runtime
+            first_stage = label_free[variant]
+            runtime = runtime_for(variant, str(model_dir)) if trained else first_stage
             models = load_models(runtime.settings.index.model_dir) if trained else None
             choices, _ = parse_set_choices(args.sets, counter=models.citation_counter if models else None)
             params = RoutingParams.resolve(runtime.settings.routing, runtime.backend.metadata(index))

@@ -517,9 +517,7 @@ class EmbeddedIndex:
     def _knn(self, snap: _Snapshot, vector: np.ndarray, k: int, filters: Filters | None) -> list[Hit]:
         if k <= 0:
             return []
-        query = np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(1, -1))
-        if query.shape[1] != snap.manifest["dim"]:
-            raise InvalidInput(f"query vector has dimension {query.shape[1]}, the index {snap.manifest['dim']}")
+        query = _query_row(snap, vector)
         index = snap.vectors
         has_dead = index.ntotal != snap.manifest["documents"]
         if not filters and not has_dead:
@@ -543,9 +541,7 @@ class EmbeddedIndex:
         """The kNN score (inner product) of ``vector`` with each stored document or work of ``ids``; a
         work scores as its best version. Ids not in the index are left out."""
         snap = self.snapshot()
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.shape[0] != snap.manifest["dim"]:
-            raise InvalidInput(f"query vector has dimension {query.shape[0]}, the index {snap.manifest['dim']}")
+        query = _query_row(snap, vector)[0]
         owners: list[str] = []
         iids: list[int] = []
         for doc_id in dict.fromkeys(ids):
@@ -762,6 +758,18 @@ def _search_params(snap: _Snapshot, selector: Any, k: int = 0) -> Any:
     if selector is not None:
         params.sel = selector
     return params
+
+
+def _query_row(snap: _Snapshot, vector: np.ndarray) -> np.ndarray:
+    """``vector`` as the one contiguous float32 row faiss takes, checked against the index's dimension.
+
+    Raises:
+        InvalidInput: for a vector of another dimension.
+    """
+    query = np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(1, -1))
+    if query.shape[1] != snap.manifest["dim"]:
+        raise InvalidInput(f"query vector has dimension {query.shape[1]}, the index {snap.manifest['dim']}")
+    return query
 
 
 def _vector_hits(snap: _Snapshot, scores: np.ndarray, iids: np.ndarray) -> list[Hit]:

@@ -238,9 +238,8 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext, *, rows: Sequence[Hi
     cocitation = ctx.cocitation
     agents_ran = ctx.agents_ran
     similarities = ctx.similarities
-    pool_sims = [similarities[h.doc_id] for h in hits if h.doc_id in similarities]
-    sim_mean = sum(pool_sims) / len(pool_sims) if pool_sims else 0.0
-    sim_std = max(1e-6, math.sqrt(sum((x - sim_mean) ** 2 for x in pool_sims) / len(pool_sims))) if pool_sims else 1.0
+    scored = [h.doc_id for h in hits if h.doc_id in similarities]
+    sim_z = dict(zip(scored, zscore([similarities[d] for d in scored]).tolist(), strict=True))
     if agents_ran is None:
         agents_ran = any(p.round >= 1 for h in hits for p in h.provenance) or any(
             key.startswith("agent:") for h in hits for key in h.scores)
@@ -318,7 +317,7 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext, *, rows: Sequence[Hi
         if sim is None:  # unknown: what the kNN list says
             row[col["dense_sim"]], row[col["dense_sim_z"]] = row[col["knn"]], row[col["knn_z"]]
         else:
-            row[col["dense_sim"]], row[col["dense_sim_z"]] = sim, (sim - sim_mean) / sim_std
+            row[col["dense_sim"]], row[col["dense_sim_z"]] = sim, sim_z[d]
     return np.asarray(matrix, dtype=np.float32)
 
 
