@@ -64,19 +64,25 @@ BENCHES = {
 CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
     "hybrid": ("hybrid", {}),
     "hybrid+rerank": ("hybrid+rerank", {"reranker": "learned"}),
-    "landed": ("agentic", {"reranker": "learned", "issues": "0", "cocitation": "0", "sections": "0"}),
-    "sections": ("agentic", {"reranker": "learned", "issues": "0", "cocitation": "0", "sections": "1"}),
-    "issues": ("agentic", {"reranker": "learned", "quotas": "0", "balance": "0", "cocitation": "0", "sections": "1"}),
-    "quotas": ("agentic", {"reranker": "learned", "balance": "0", "cocitation": "0", "sections": "1"}),
-    "balance": ("agentic", {"reranker": "learned", "cocitation": "0", "sections": "1"}),
-    "agentic+sections": ("agentic", {"reranker": "learned", "sections": "1"}),
+    "landed": ("agentic", {"reranker": "learned", "issues": "0", "cocitation": "0", "sections": "0",
+                           "issue_answers": "0"}),
+    "sections": ("agentic", {"reranker": "learned", "issues": "0", "cocitation": "0", "sections": "1",
+                             "issue_answers": "0"}),
+    "issues": ("agentic", {"reranker": "learned", "quotas": "0", "balance": "0", "cocitation": "0", "sections": "1",
+                           "issue_answers": "0"}),
+    "quotas": ("agentic", {"reranker": "learned", "balance": "0", "cocitation": "0", "sections": "1",
+                           "issue_answers": "0"}),
+    "balance": ("agentic", {"reranker": "learned", "cocitation": "0", "sections": "1", "issue_answers": "0"}),
+    "agentic+sections": ("agentic", {"reranker": "learned", "sections": "1", "issue_answers": "0"}),
+    "co-citation": ("agentic", {"reranker": "learned", "issue_answers": "0"}),
     "agentic": ("agentic", {"reranker": "learned"}),
 }
 """Label → (pipeline, options), each step adding to the one before: ``landed`` (no issue search, no
 co-citation, no section pass), ``sections`` (the prefilter's section pass), ``issues`` (issues
 searched, ranking what the pool has), ``quotas`` (each issue's finds join the pool), ``balance``
 (each issue's best candidate gets a place in the first ten), ``agentic+sections`` (plus co-citation
-expansion), and ``agentic``, the default as it ships (without the whole question's section pass)."""
+expansion), ``co-citation`` (the same without the whole question's section pass), and ``agentic``, the
+default as it ships: plus each issue answered as a question of its own and interleaved."""
 
 
 def _gold_found(ranked: list[str], gold: set[str], k: int) -> int:

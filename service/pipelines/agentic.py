@@ -52,6 +52,7 @@ from service.pipelines.agentic_state import AgenticOptions, AgenticState, StepRe
 from service.pipelines.base import Probe, RetrievalOf, SearchRequest, SearchResponse
 from service.pipelines.candidates import fetch, links, member, pool_order
 from service.pipelines.hybrid import HybridPipeline
+from service.pipelines.issue_pool import interleave_answers
 from service.pipelines.resources import IndexResources
 from service.rerank.base import RerankerParts
 from service.rerank.features import FeatureContext, pool_features
@@ -89,6 +90,8 @@ class AgenticPipeline:
         self.models = models
         self.agents = agents
         self.llm = llm
+        self._parts = (retrieval, hybrid, rerankers)
+        self._offline: AgenticPipeline | None = None
         self._start = AgenticStart(settings=settings, backend=backend, retrieval=retrieval, hybrid=hybrid, llm=llm,
                                    agents=agents, rounds=rounds)
         self._rewrite = RewriteStep(settings=settings, backend=backend, retrieval=retrieval, hybrid=hybrid)
@@ -221,9 +224,39 @@ class AgenticPipeline:
     # ----- step 5: finish ----------------------------------------------------------------------
 
     def finish(self, state: AgenticState) -> SearchResponse:
-        """Rerank the pool and answer: top ``k`` hits, with the trace."""
+        """Rerank the pool and answer: top ``k`` hits, with the trace. A multi-issue question's ranking
+        is then interleaved with each issue's own answer (option ``issue_answers``)."""
         models = self.models()
-        return self._finish(state, models, self._resources(state), self.learned_model(models), self.name)
+        response = self._finish(state, models, self._resources(state), self.learned_model(models), self.name)
+        if state.options.issue_answers and len(state.issues) > 1:
+            self._add_issue_answers(state, response)
+        return response
+
+    def offline(self) -> AgenticPipeline:
+        """This pipeline without its LLM (itself when it has none): it answers the issues of a multi-issue
+        question, so that they cost no LLM call beyond the question's own budget."""
+        if self.llm is None:
+            return self
+        if self._offline is None:
+            retrieval, hybrid, rerankers = self._parts
+            self._offline = AgenticPipeline(name=self.name, rounds=self.rounds, settings=self.settings,
+                                            backend=self.backend, retrieval=retrieval, hybrid=hybrid,
+                                            models=self.models, agents=self.agents, llm=None, rerankers=rerankers)
+        return self._offline
+
+    def _add_issue_answers(self, state: AgenticState, response: SearchResponse) -> None:
+        """Answer each issue as a question of its own, offline (no segmentation, no agent rounds, the
+        learned reranker) and interleave the answers with ``response``'s ranking."""
+        start = time.perf_counter()
+        request = state.search_request()
+        options = {**request.options, "issues": False, "max_rounds": 0, "reranker": "learned"}
+        pipeline = self.offline()
+        answers = [pipeline.run(replace(request, query=issue["text"], explain=False, options=options)).hits
+                   for issue in state.issues]
+        response.hits = interleave_answers(response.hits, answers, k=request.k, label="issue_answers")
+        ms = round((time.perf_counter() - start) * 1000, 3)
+        response.trace["issue_answers"] = {"issues": len(answers), "ms": ms}
+        response.trace.setdefault("timings_ms", {})["issue_answers"] = ms
 
     def learned_model(self, models: TrainedModels | None) -> LearnedReranker | None:
         """The trained reranker of this pipeline: the one trained on its own kind of pool, else the other."""

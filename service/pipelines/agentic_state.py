@@ -45,6 +45,9 @@ class AgenticOptions:
         quotas: let each issue's finds join the pool (off: issues only rank candidates already there).
         cocitation: add the training companions of the best candidates (needs a model folder).
         balance: give each issue's best candidates a place in the first ten.
+        issue_answers: answer each issue of a multi-issue question as a question of its own (its
+            searches and the reranker, no agent rounds) and interleave those answers with the whole
+            question's ranking (docs/AGENTS.md, "Multi-issue questions").
         sections: the section pass of the prefilter for the whole question (the most likely sections'
             articles). Off by default: it lost recall on STARD dev and MRR on COLIEE dev (docs/BENCHMARKS.md,
             "Multi-issue questions"); the issues of a multi-issue question keep their own section passes.
@@ -64,6 +67,7 @@ class AgenticOptions:
     quotas: bool = True
     cocitation: bool = True
     balance: bool = True
+    issue_answers: bool = True
     sections: bool = False
     rerank_depth: int = 0
 
@@ -94,7 +98,7 @@ class AgenticOptions:
         if depth is not None:
             values["rerank_depth"] = depth
         for name in ("prefilter", "hyde", "citations", "issues", "quotas", "cocitation", "balance",
-                     "sections"):
+                     "issue_answers", "sections"):
             if options.get(name) not in (None, ""):
                 values[name] = option_flag(options, name)
         return replace(defaults, **values)
@@ -103,7 +107,7 @@ class AgenticOptions:
         return {"reranker": self.reranker, "agents": list(self.agents), "max_rounds": self.max_rounds,
                 "prefilter": self.prefilter, "hyde": self.hyde, "citations": self.citations, "issues": self.issues,
                 "quotas": self.quotas, "cocitation": self.cocitation, "balance": self.balance,
-                "sections": self.sections, "rerank_depth": self.rerank_depth}
+                "issue_answers": self.issue_answers, "sections": self.sections, "rerank_depth": self.rerank_depth}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AgenticOptions:
@@ -111,7 +115,8 @@ class AgenticOptions:
                    prefilter=bool(data["prefilter"]), hyde=bool(data["hyde"]), citations=bool(data["citations"]),
                    issues=bool(data.get("issues", True)), quotas=bool(data.get("quotas", True)),
                    cocitation=bool(data.get("cocitation", True)), balance=bool(data.get("balance", True)),
-                   sections=bool(data.get("sections", False)), rerank_depth=int(data.get("rerank_depth", 0)))
+                   issue_answers=bool(data.get("issue_answers", True)), sections=bool(data.get("sections", False)),
+                   rerank_depth=int(data.get("rerank_depth", 0)))
 
 
 # ----- state and steps -------------------------------------------------------------------------

@@ -239,3 +239,31 @@ def balance(ranked: Sequence[Hit], issues: int, *, reserve: int = RESERVE, windo
         for rank, hit in enumerate(out, start=1):
             hit.ranks[label] = rank
     return out
+
+
+def interleave_answers(whole: Sequence[Hit], answers: Sequence[Sequence[Hit]], *, k: int, label: str) -> list[Hit]:
+    """The whole question's ranking and each issue's own answer, interleaved: the whole ranking's first,
+    then each issue's first, then the seconds, and so on, each document once; ``k`` hits.
+
+    The hits keep the whole ranking's scores by position (hit ``i`` gets the score the whole ranking
+    had at ``i``), so a score-cliff cut sizes the answer as it would have; ``hit.ranks[label]`` is
+    the new rank. The whole ranking's hit objects are reused where a document is in it.
+    """
+    by_id = {h.doc_id: h for h in whole}
+    order: list[Hit] = []
+    seen: set[str] = set()
+    lists = [list(whole), *(list(a) for a in answers)]
+    for rank in range(max(map(len, lists), default=0)):
+        for ranking in lists:
+            if rank < len(ranking) and ranking[rank].doc_id not in seen:
+                seen.add(ranking[rank].doc_id)
+                order.append(by_id.get(ranking[rank].doc_id, ranking[rank]))
+    order = order[:k]
+    scores = [h.score for h in whole]
+    floor = min(scores, default=0.0)
+    for i, hit in enumerate(order):
+        hit.score = scores[i] if i < len(scores) else floor - (i - len(scores) + 1)
+        hit.scores[label] = hit.score
+        hit.ranks[label] = i + 1
+    return order
+

@@ -107,6 +107,25 @@ def test_long_questions_keep_their_weights_for_the_rewrites(backend, use_embedde
     assert pipe._rewrite.evidence(short, pipe._resources(short)).query_weights is None
 
 
+def test_each_issue_is_answered_on_its_own_and_interleaved(runtime: Runtime) -> None:
+    pipe = runtime.pipeline("agentic")
+    response = pipe.run(_request())
+    assert response.trace["issue_answers"]["issues"] == 2 and "issue_answers" in response.trace["timings_ms"]
+    ids = [h.doc_id for h in response.hits]
+    assert len(ids) == len(set(ids)) <= 10
+    assert [h.ranks["issue_answers"] for h in response.hits] == list(range(1, len(ids) + 1))
+    scores = [h.score for h in response.hits]
+    assert scores == sorted(scores, reverse=True)
+    alone = pipe.run(_request(issue_answers="0"))
+    assert "issue_answers" not in alone.trace
+    assert ids[0] == alone.hits[0].doc_id  # the whole question's best stays first
+    for issue in ("用人单位辞退员工未通知工会是否属于违法解除？", "另外，劳动者违法解除劳动合同要赔偿吗？"):
+        own = pipe.run(_request(issue, issues="0", max_rounds="0"))
+        assert own.hits[0].doc_id in ids[:3]  # each issue's own best answer is among the first three
+    single = pipe.run(_request("用人单位辞退员工未通知工会是否属于违法解除？"))
+    assert "issue_answers" not in single.trace  # one issue: nothing to interleave
+
+
 def test_hybrid_rerank_runs_no_rounds(runtime: Runtime) -> None:
     trace = runtime.pipeline("hybrid+rerank").run(_request(agents="terminology", max_rounds="3")).trace
     assert trace["rounds"] == 0 and trace["agents"] == [] and trace["pipeline"] == "hybrid+rerank"
@@ -118,8 +137,9 @@ def test_options_accept_cli_strings_and_reject_bad_values() -> None:
                                    "hyde": "false", "citations": "1", "reranker": "none", "other": "x"}, defaults)
     assert parsed == AgenticOptions(reranker="none", agents=("terminology", "repair"), max_rounds=2, prefilter=False,
                                     hyde=False, citations=True)
-    assert AgenticOptions.parse({"issues": "0", "quotas": "no", "cocitation": "false"}, defaults) == AgenticOptions(
-        issues=False, quotas=False, cocitation=False)
+    assert AgenticOptions.parse({"issues": "0", "quotas": "no", "cocitation": "false", "issue_answers": "0"},
+                                defaults) == AgenticOptions(issues=False, quotas=False, cocitation=False,
+                                                            issue_answers=False)
     assert AgenticOptions.parse({"agents": ["decompose"], "prefilter": True}, defaults).agents == ("decompose",)
     assert AgenticOptions.from_json(parsed.to_json()) == parsed
     for bad in ({"reranker": "magic"}, {"agents": "terminology,wizard"}, {"max_rounds": "9"}, {"max_rounds": "x"},
@@ -157,7 +177,8 @@ def test_run_with_probe_reuses_the_probe(runtime: Runtime) -> None:
     assert isinstance(hybrid, HybridPipeline)
     probe = hybrid.probe(QUESTION, "mini", k=100, filters=None, lang="", watch=Stopwatch())
     before = CountingBackend.probes
-    response = runtime.pipeline("agentic").run_with_probe(_request(), probe)  # type: ignore[attr-defined]
+    # without the issues' own answers, whose searches probe each issue
+    response = runtime.pipeline("agentic").run_with_probe(_request(issue_answers="0"), probe)  # type: ignore[attr-defined]
     assert CountingBackend.probes == before and response.hits
 
 
@@ -248,8 +269,12 @@ def test_llm_sub_questions_are_searched_as_issues(backend, use_embedder, openai_
     assert [i["text"] for i in state.issues] == subs and state.trace["issues"]["mode"] == "llm"
     assert all(any(f"issue{j}" in h.ranks for h in state.pool.values()) for j in (0, 1))
     assert "decompose" not in (pipe.plan(state) or [])
+    before = len(openai_server.chat_requests)
     trace = pipe.run(_request()).trace
     assert trace["issues"]["count"] == 2 and [i["text"] for i in trace["issues"]["issues"]] == subs
+    # the sub-questions are answered on their own too, offline: no LLM call beyond the question's budget
+    assert trace["issue_answers"]["issues"] == 2
+    assert trace["llm_calls"] == len(openai_server.chat_requests) - before
 
 
 def test_failed_llm_decomposition_falls_back_to_the_offline_issues(backend, use_embedder,

@@ -1,11 +1,12 @@
-"""Issue pool helpers: which issue a candidate answers, the balanced first ten, the evidence's JSON."""
+"""Issue pool helpers: which issue a candidate answers, the balanced first ten, the issues' own answers
+interleaved, the evidence's JSON."""
 
 from __future__ import annotations
 
 import pytest
 
 from service.corpus.model import Hit
-from service.pipelines.issue_pool import IssueEvidence, balance, issue_of
+from service.pipelines.issue_pool import IssueEvidence, balance, interleave_answers, issue_of
 
 pytestmark = pytest.mark.unit
 
@@ -38,3 +39,17 @@ def test_evidence_round_trips_through_json() -> None:
     again = IssueEvidence.from_json(evidence.to_json())
     assert again == evidence and again.law_probabilities() == {"合同法": 0.7}
     assert again.memory_votes()["17"].rank == 1 and again.to_trace()["hits"] == 30
+
+
+def test_issue_answers_interleave_with_the_whole_ranking() -> None:
+    whole = [Hit(d, score=s) for d, s in (("w1", 9.0), ("a1", 8.0), ("w2", 3.0), ("w3", 2.5))]
+    first = [Hit("a1", 1.0), Hit("a2", 0.9)]  # the first issue's own answer; a1 is in the whole ranking too
+    second = [Hit("b1", 5.0), Hit("w1", 4.0), Hit("b2", 3.0)]
+    out = interleave_answers(whole, [first, second], k=6, label="issue_answers")
+    assert [h.doc_id for h in out] == ["w1", "a1", "b1", "a2", "w2", "b2"]
+    # the whole ranking's scores by position, so a score-cliff cut sizes the answer as before
+    assert [h.score for h in out] == [9.0, 8.0, 3.0, 2.5, 1.5, 0.5]
+    assert [h.ranks["issue_answers"] for h in out] == [1, 2, 3, 4, 5, 6]
+    assert out[0] is whole[0] and out[1] is whole[1]  # documents of the whole ranking keep its hit
+    assert [h.doc_id for h in interleave_answers(whole, [], k=2, label="x")] == ["w1", "a1"]
+
