@@ -250,14 +250,16 @@ def interleave_answers(whole: Sequence[Hit], answers: Sequence[Sequence[Hit]], *
     the new rank. The whole ranking's hit objects are reused where a document is in it.
     """
     by_id = {h.doc_id: h for h in whole}
+    lists = [whole, *answers]
     order: list[Hit] = []
     seen: set[str] = set()
-    lists = [list(whole), *(list(a) for a in answers)]
-    for rank in range(max(map(len, lists), default=0)):
+    for rank in range(max(map(len, lists))):
         for ranking in lists:
             if rank < len(ranking) and ranking[rank].doc_id not in seen:
                 seen.add(ranking[rank].doc_id)
                 order.append(by_id.get(ranking[rank].doc_id, ranking[rank]))
+        if len(order) >= k:
+            break
     order = order[:k]
     scores = [h.score for h in whole]
     floor = min(scores, default=0.0)
@@ -266,4 +268,3 @@ def interleave_answers(whole: Sequence[Hit], answers: Sequence[Sequence[Hit]], *
         hit.scores[label] = hit.score
         hit.ranks[label] = i + 1
     return order
-

@@ -52,4 +52,3 @@ def test_issue_answers_interleave_with_the_whole_ranking() -> None:
     assert [h.ranks["issue_answers"] for h in out] == [1, 2, 3, 4, 5, 6]
     assert out[0] is whole[0] and out[1] is whole[1]  # documents of the whole ranking keep its hit
     assert [h.doc_id for h in interleave_answers(whole, [], k=2, label="x")] == ["w1", "a1"]
-
