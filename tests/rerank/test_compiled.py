@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
+import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -131,3 +135,41 @@ def test_a_broken_worker_pool_leaves_compiling_to_the_first_load(tmp_path: Path,
         compiled.compile_models([first, second], workers=2)  # does not raise
     assert "each model compiles when it is loaded" in caplog.text and not compiled_path(first).exists()
     assert LearnedReranker.load(first, NAMES).scorer.kind == "compiled"
+
+
+def _ended(pid: int) -> bool:
+    """Whether ``pid`` is gone or a zombie (dead, not yet reaped by whoever adopted it)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return True
+    return "\nState:\tZ" in status
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="Linux only")
+def test_compiling_workers_end_with_the_process_that_started_them() -> None:
+    starter = textwrap.dedent("""
+        import os, time
+        from concurrent.futures import ProcessPoolExecutor
+        import multiprocessing
+        from service.rerank.compiled import end_with_parent
+        if __name__ == "__main__":
+            pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                       initializer=end_with_parent, initargs=(os.getpid(),))
+            pool.submit(time.sleep, 120)
+            time.sleep(1)
+            print(*pool._processes, flush=True)  # the worker pids (the pool keeps no public list)
+            time.sleep(120)
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", starter], stdout=subprocess.PIPE, text=True)
+    try:
+        workers = [int(pid) for pid in parent.stdout.readline().split()]
+        assert workers and not any(_ended(pid) for pid in workers)
+        parent.kill()  # as a killed training run: no clean-up code runs in it
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + 15
+        while not all(_ended(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert all(_ended(pid) for pid in workers)
+    finally:
+        parent.kill()
