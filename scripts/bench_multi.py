@@ -12,7 +12,11 @@ P1..Pn, the singles score is the share of its gold that the parts' own top ten f
 
     singles R@10(J) = Σ_i |top10(Pi) ∩ gold(Pi)| / |gold(J)|
 
-and the ratio is mean joined R@10 / mean singles R@10 over the joined questions.
+and the ratio is mean joined R@10 / mean singles R@10 over the joined questions. Two ceilings come
+from the same single rankings, with the issues known exactly: *interleaved* is the parts' own rankings
+taken in turn (first of each, then the seconds, ...) to ten places, the best a joined question can get
+by interleaving its issues' answers; *best split* gives each part the number of the ten places that
+finds the most gold, chosen in hindsight.
 
 Where the gold is lost is reported from rankings of the whole pool (``k`` = ``--depth``): *pool*
 is the share of gold anywhere in the ranked pool, *lost* = pool − R@10 the share ranked below ten.
@@ -27,6 +31,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -110,23 +115,53 @@ def run_split(runtime: Runtime, dataset: Dataset, split: str, index: str, pipeli
     return out
 
 
+def _in_turn(rankings: list[list[str]], k: int) -> list[str]:
+    """The rankings taken in turn (the firsts, then the seconds, ...), each document once, ``k`` of them."""
+    out: list[str] = []
+    for rank in range(max(map(len, rankings), default=0)):
+        for ranking in rankings:
+            if rank < len(ranking) and ranking[rank] not in out:
+                out.append(ranking[rank])
+        if len(out) >= k:
+            break
+    return out[:k]
+
+
+def _best_split(rankings: list[list[str]], golds: list[set[str]], k: int) -> int:
+    """The most gold that ``k`` places find when each ranking gets the number of them chosen in hindsight."""
+    best = 0
+    for split in itertools.product(range(k + 1), repeat=len(rankings)):
+        if sum(split) == k:
+            found = set().union(*(set(r[:n]) & g for r, n, g in zip(rankings, split, golds, strict=True)))
+            best = max(best, len(found))
+    return best
+
+
 def proxy_scores(joined: dict[str, Any], single: dict[str, Any], parts: dict[str, tuple[str, ...]],
                  qrels_joined: dict[str, set[str]], qrels_single: dict[str, set[str]]) -> dict[str, Any]:
-    """Joined R@10 against the same parts asked singly (see the module docstring), overall and by arity."""
+    """Joined R@10 against the same parts asked singly, and the two ceilings of the module docstring,
+    overall and by arity."""
     rows = []
     for qid, ranked in joined["ranked"].items():
         gold = qrels_joined[qid]
-        found_single = sum(_gold_found(single["ranked"][p], qrels_single[p], 10) for p in parts[qid])
-        rows.append((len(parts[qid]), _gold_found(ranked, gold, 10) / len(gold), found_single / len(gold)))
+        rankings = [single["ranked"][p] for p in parts[qid]]
+        golds = [qrels_single[p] for p in parts[qid]]
+        found_single = sum(_gold_found(r, g, 10) for r, g in zip(rankings, golds, strict=True))
+        rows.append((len(parts[qid]), _gold_found(ranked, gold, 10) / len(gold), found_single / len(gold),
+                     _gold_found(_in_turn(rankings, 10), gold, 10) / len(gold),
+                     _best_split(rankings, golds, 10) / len(gold)))
     out: dict[str, Any] = {}
     for label, keep in (("all", lambda n: True), ("2 parts", lambda n: n == 2), ("3 parts", lambda n: n == 3)):
-        part = [(j, s) for n, j, s in rows if keep(n)]
+        part = [row[1:] for row in rows if keep(row[0])]
         if not part:
             continue
-        r_joined = statistics.mean(j for j, _ in part)
-        r_single = statistics.mean(s for _, s in part)
+        r_joined, r_single, r_turn, r_best = (statistics.mean(column) for column in zip(*part, strict=True))
         out[label] = {"questions": len(part), "joined_r10": round(r_joined, 4), "single_r10": round(r_single, 4),
-                      "ratio": round(r_joined / r_single, 4) if r_single else None}
+                      "ratio": round(r_joined / r_single, 4) if r_single else None,
+                      "interleaved_r10": round(r_turn, 4),
+                      "interleaved_ratio": round(r_turn / r_single, 4) if r_single else None,
+                      "best_split_r10": round(r_best, 4),
+                      "best_split_ratio": round(r_best / r_single, 4) if r_single else None}
     return out
 
 
@@ -158,7 +193,8 @@ def bench_dataset(bench: Bench, model_dir: Path, configs: list[str], depth: int,
             out["proxy"][label] = {"joined": {k: v for k, v in joined.items() if k != "ranked"},
                                    "single": {k: v for k, v in single.items() if k != "ranked"}, "ratio": scores}
             line += (f" | proxy R@10 {scores['all']['joined_r10']:.4f} vs singly {scores['all']['single_r10']:.4f}"
-                     f" = {scores['all']['ratio']:.3f} pool {joined['pool_recall']:.4f} "
+                     f" = {scores['all']['ratio']:.3f} (ceilings: interleaved {scores['all']['interleaved_ratio']:.3f},"
+                     f" best split {scores['all']['best_split_ratio']:.3f}) pool {joined['pool_recall']:.4f} "
                      f"p50 {joined['latency_ms']['p50']:.0f} ms "
                      f"(CPU {joined.get('cpu_ms', {}).get('p50', float('nan')):.0f} ms)")
         print(line, flush=True)
