@@ -147,7 +147,7 @@ def _ended(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="Linux only")
-def test_compiling_workers_end_with_the_process_that_started_them() -> None:
+def test_compiling_workers_end_with_the_process_that_started_them(tmp_path: Path) -> None:
     starter = textwrap.dedent("""
         import os, time
         from concurrent.futures import ProcessPoolExecutor
@@ -161,10 +161,13 @@ def test_compiling_workers_end_with_the_process_that_started_them() -> None:
             print(*pool._processes, flush=True)  # the worker pids (the pool keeps no public list)
             time.sleep(120)
     """)
-    parent = subprocess.Popen([sys.executable, "-c", starter], stdout=subprocess.PIPE, text=True)
+    errors = tmp_path / "stderr.txt"  # also keeps the killed pool's leftover-semaphore warning out of the log
+    with errors.open("w") as stderr:
+        parent = subprocess.Popen([sys.executable, "-c", starter], stdout=subprocess.PIPE, stderr=stderr, text=True)
     try:
         workers = [int(pid) for pid in parent.stdout.readline().split()]
-        assert workers and not any(_ended(pid) for pid in workers)
+        assert workers, errors.read_text(encoding="utf-8")
+        assert not any(_ended(pid) for pid in workers)
         parent.kill()  # as a killed training run: no clean-up code runs in it
         parent.wait(timeout=10)
         deadline = time.monotonic() + 15
