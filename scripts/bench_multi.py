@@ -45,10 +45,12 @@ from typing import Any
 from service.config import load_settings
 from service.corpus.datasets import Dataset
 from service.corpus.joined import read_parts
+from service.corpus.model import Hit
 from service.evaluation import metrics
 from service.evaluation.dataset_index import ensure_dataset_index
 from service.evaluation.harness import evaluate
 from service.pipelines.build import Runtime
+from service.pipelines.issue_pool import interleave_answers
 
 
 @dataclass(frozen=True)
@@ -116,15 +118,10 @@ def run_split(runtime: Runtime, dataset: Dataset, split: str, index: str, pipeli
 
 
 def _in_turn(rankings: list[list[str]], k: int) -> list[str]:
-    """The rankings taken in turn (the firsts, then the seconds, ...), each document once, ``k`` of them."""
-    out: list[str] = []
-    for rank in range(max(map(len, rankings), default=0)):
-        for ranking in rankings:
-            if rank < len(ranking) and ranking[rank] not in out:
-                out.append(ranking[rank])
-        if len(out) >= k:
-            break
-    return out[:k]
+    """The rankings taken in turn (the firsts, then the seconds, ...), each document once, ``k`` of them:
+    the agentic pipeline's own interleaving, with no whole-question ranking ahead of the issues'."""
+    answers = [[Hit(doc_id, 0.0) for doc_id in ranking] for ranking in rankings]
+    return [hit.doc_id for hit in interleave_answers([], answers, k=k, label="in_turn")]
 
 
 def _best_split(rankings: list[list[str]], golds: list[set[str]], k: int) -> int:

@@ -160,4 +160,3 @@ def test_without_similarities_the_dense_columns_repeat_the_knn_list() -> None:
     m = pool_features(_hits(), FeatureContext())
     assert np.array_equal(m[:, COL["dense_sim"]], m[:, COL["knn"]])
     assert np.array_equal(m[:, COL["dense_sim_z"]], m[:, COL["knn_z"]])
-
