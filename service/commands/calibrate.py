@@ -182,7 +182,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"fit R@10 {r['fit_recall@10']:.4f} at {r['fit_latency_ms']:.1f} ms mean "
           f"(top tier always: {r['reference_recall@10']:.4f} at {r['reference_latency_ms']:.1f} ms)")
     print(f"cut sigma {entry['cut']['sigma']} min_k {entry['cut']['min_k']} max_k {entry['cut']['max_k']}: "
-          f"set F1 {c['fit_set']['f1']:.4f} (fixed top-10: {c['fit_fixed10_f1']:.4f})")
+          f"set F1 {c['fit_set']['f1']:.4f} (fixed top-10: {c['fit_fixed10_f1']:.4f}; highest on the grid: "
+          f"{c['fit_best']['f1']:.4f} at sigma {c['fit_best']['sigma']} min_k {c['fit_best']['min_k']} "
+          f"max_k {c['fit_best']['max_k']})")
     info("not stored (--dry-run)" if args.dry_run else "stored with the index (metadata entry 'routing')")
     if args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as fh:

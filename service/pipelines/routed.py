@@ -218,11 +218,16 @@ class RoutedPipeline:
         return StrategyRun(strategy, pipe.name, list(response.hits), dict(response.trace), reused, fallback)
 
     def cut(self, hits: list[Hit], params: RoutingParams, options: RoutedOptions) -> CutResult:
-        """The answer set: the score cliff within ``[min_k, max_k]``, or a fixed top-k when disabled."""
+        """The answer set: the score cliff within ``[min_k, max_k]``, or a fixed top-k when disabled.
+
+        The cliff reads the first ``cut_depth`` hits, however many the request asked for: the
+        scores are normalised down to the last one it reads, so a deeper ranking would move the
+        floor and change the set (and the calibration measured the cut on ``cut_depth`` hits).
+        """
         if not options.cliff:
             return fixed_cut(len(hits), options.fixed_k)
-        return cliff_cut([h.score for h in hits], sigma=params.cut_sigma, min_k=params.cut_min_k,
-                         max_k=params.cut_max_k)
+        return cliff_cut([h.score for h in hits[: params.cut_depth]], sigma=params.cut_sigma,
+                         min_k=params.cut_min_k, max_k=params.cut_max_k)
 
     # ----- the pipeline --------------------------------------------------------------------------
 

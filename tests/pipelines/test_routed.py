@@ -118,3 +118,14 @@ def test_option_flag_parsing() -> None:
 def test_pipeline_is_built_from_the_runtime(runtime: Runtime) -> None:
     pipe = runtime.pipeline("routed")
     assert isinstance(pipe, RoutedPipeline) and pipe.estimator.llm is None
+
+
+def test_the_answer_set_does_not_depend_on_how_many_hits_are_asked_for(runtime: Runtime, mini_dataset) -> None:
+    """The cut normalises over ``cut_depth`` hits, also when the request asks for more."""
+    routed = runtime.pipeline("routed")
+    for query in mini_dataset.queries("dev"):
+        sets = []
+        for k in (10, 100):
+            response = routed.run(SearchRequest(query=query.text, index="mini", k=k))
+            sets.append([h.doc_id for h in response.hits[: response.returned]])
+        assert sets[0] == sets[1], query.qid

@@ -262,3 +262,31 @@ def test_the_reference_latency_is_the_top_tier_without_routing() -> None:
     assert _fit_data().reference_latency_ms.tolist() == [100.0] * 4
     with pytest.raises(ValueError):
         FitData(data.c_intrinsic, data.c_consistency, data.recall, data.latency_ms, reference_latency_ms=np.zeros(3))
+
+
+def _tail(prefix: str) -> list[tuple[str, float]]:
+    return [(f"{prefix}{i}", 1.0 - i * 0.01) for i in range(20)]
+
+
+# Three relevant hits with 30 % drops between them: sigma 0.4 keeps all three, the default 0.2 only the first.
+_STEPS = [("a", 10.0), ("b", 7.0), ("c", 4.9)]
+# One relevant hit and a 25 % drop after it: the default keeps it alone, sigma 0.4 takes a wrong second hit.
+_SHALLOW = [("a", 10.0), ("x", 7.5)]
+
+
+def test_search_cut_takes_a_cut_that_is_better_on_every_question() -> None:
+    rankings = [_STEPS + _tail("z")] * 10
+    choice = search_cut(rankings, [{"a", "b", "c"}] * 10, sigmas=(0.2, 0.4, 0.5), min_ks=(1,), max_ks=(10,))
+    assert (choice.sigma, choice.f1, choice.best_f1) == (0.4, pytest.approx(1.0), pytest.approx(1.0))
+    assert choice.to_dict()["rule"] == "gain-lower-bound"
+
+
+def test_search_cut_keeps_the_default_when_another_cut_wins_by_noise() -> None:
+    clear = [("a", 10.0), *_tail("z")]  # every sigma cuts after the first hit
+    rankings = [clear] * 20 + [_STEPS + _tail("z")] * 2 + [_SHALLOW + _tail("z")]
+    relevant = [{"a"}] * 20 + [{"a", "b", "c"}] * 2 + [{"a"}]
+    choice = search_cut(rankings, relevant, sigmas=(0.2, 0.4), min_ks=(1,), max_ks=(10,))
+    # sigma 0.4 has the higher mean F1 (two questions gain 0.5, one loses 1/3), by less than a standard error
+    assert choice.best_f1 > choice.f1
+    assert (choice.sigma, choice.min_k, choice.max_k) == (0.2, 1, 10)
+    assert choice.to_dict()["fit_best"] == {"sigma": 0.4, "min_k": 1, "max_k": 10, "f1": round(choice.best_f1, 4)}
