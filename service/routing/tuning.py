@@ -170,16 +170,16 @@ class CutChoice:
     recall: float
     f1: float
     fixed10_f1: float
-    best: tuple[float, int, int] | None = None
-    best_f1: float = math.nan
+    best: tuple[float, int, int]
+    best_f1: float
 
     def to_dict(self) -> dict[str, Any]:
         return {"sigma": self.sigma, "min_k": self.min_k, "max_k": self.max_k,
                 "fit_set": {"precision": round(self.precision, 4), "recall": round(self.recall, 4),
                             "f1": round(self.f1, 4)},
                 "fit_fixed10_f1": round(self.fixed10_f1, 4), "rule": "gain-lower-bound",
-                "fit_best": None if self.best is None else {"sigma": self.best[0], "min_k": self.best[1],
-                                                            "max_k": self.best[2], "f1": round(self.best_f1, 4)}}
+                "fit_best": {"sigma": self.best[0], "min_k": self.best[1], "max_k": self.best[2],
+                             "f1": round(self.best_f1, 4)}}
 
 
 @dataclass(frozen=True)
@@ -336,10 +336,17 @@ def _confidence_steps(confidence: float | None, min_confidence: float | None) ->
 def _within_one_standard_error(per_query: np.ndarray, rows: Sequence[int], best: int) -> np.ndarray:
     """For each configuration in ``rows``: whether its mean per-query recall is at most one standard
     error of the paired difference below that of configuration ``best``."""
-    diff = per_query[list(rows)].astype(np.float64) - per_query[best].astype(np.float64)
+    mean, error = _paired_difference(per_query, rows, best)
+    return mean >= -error - 1e-12
+
+
+def _paired_difference(per_query: np.ndarray, rows: Sequence[int], reference: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each configuration in ``rows``: the mean of its per-query values minus those of configuration
+    ``reference``, and the standard error of that mean (0 with a single query)."""
+    diff = per_query[list(rows)].astype(np.float64) - per_query[reference].astype(np.float64)
     n = diff.shape[1]
-    se = diff.std(axis=1, ddof=1) / math.sqrt(n) if n > 1 else np.zeros(len(rows))
-    return diff.mean(axis=1) >= -se - 1e-12
+    error = diff.std(axis=1, ddof=1) / math.sqrt(n) if n > 1 else np.zeros(len(rows))
+    return diff.mean(axis=1), error
 
 
 class _ShareBounds:
@@ -395,9 +402,8 @@ def search_cut(rankings: Sequence[Sequence[tuple[str, float]]], relevant: Sequen
             cut = cliff_cut([s for _, s in ranking], sigma=sigma, min_k=min_k, max_k=max_k)
             scores[g, q] = set_scores([d for d, _ in ranking[: cut.returned]], rel)
     f1 = scores[:, :, 2]
-    gain = f1 - f1[0]
-    error = gain.std(axis=1, ddof=1) / math.sqrt(len(rankings)) if len(rankings) > 1 else np.zeros(len(grid))
-    bound = gain.mean(axis=1) - error
+    gain, error = _paired_difference(f1, range(len(grid)), 0)  # row 0 is the default cut
+    bound = gain - error
     chosen = min(range(len(grid)), key=lambda g: (-round(float(bound[g]), 9), _distance_from_defaults(*grid[g])))
     precision, recall, mean_f1 = scores[chosen].mean(axis=0)
     sigma, min_k, max_k = grid[chosen]
