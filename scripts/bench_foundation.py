@@ -5,7 +5,9 @@
         stard=data/stard-split:dev coliee=/work/shared/data/coliee-en:dev gerlayqa=/work/shared/data/gerlayqa:dev
     python scripts/bench_foundation.py speed --data data/stard-split --split dev --runs 3
 
-`speed` builds the full index twice from a cold embedding cache (fresh temporary cache folder), re-indexes
+`quality` scores bm25, dense, hybrid and hybrid without the kNN side's feedback (docs/FUSION.md) on each
+split and checks the fusion rule (hybrid at least the better of bm25 and dense on R@10 and MRR@10, within
+0.005). `speed` builds the full index twice from a cold embedding cache (fresh temporary cache folder), re-indexes
 with the warm cache `--runs` times, and times `--runs` passes of hybrid search over the split's queries;
 it prints the median of each. Everything runs in this process with the embedded engine and the default
 settings (the USE v3 embedder).
@@ -20,18 +22,37 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from service.config import load_settings
 from service.corpus.datasets import Dataset, load_corpus
 from service.embeddings.cache import CachedEmbedder
 from service.evaluation.dataset_index import ensure_dataset_index
-from service.evaluation.harness import evaluate, format_table
+from service.evaluation.harness import EvalResult, evaluate, format_table
 from service.indexing import rebuild_embedded
 from service.pipelines.build import Runtime, build_embedder
 
+RULE_TOLERANCE = 0.005
+"""Issue 12's fusion rule: the default hybrid scores at least the better of bm25 and dense, within this."""
+
+
+def fusion_rule(results: dict[str, EvalResult], hybrid: str) -> dict[str, Any]:
+    """Whether ``hybrid`` is within :data:`RULE_TOLERANCE` of the better of bm25 and dense on Recall@10
+    and on MRR@10, with the margins."""
+    out: dict[str, Any] = {"pipeline": hybrid}
+    for metric in ("recall_10", "mrr_10"):
+        best = max(("bm25", "dense"), key=lambda name: getattr(results[name], metric))
+        margin = getattr(results[hybrid], metric) - getattr(results[best], metric)
+        out[metric] = {"best_part": best, "margin": round(margin, 4), "holds": margin >= -RULE_TOLERANCE}
+    out["holds"] = out["recall_10"]["holds"] and out["mrr_10"]["holds"]
+    return out
+
 
 def quality(args: argparse.Namespace) -> None:
-    runtime = Runtime(load_settings())
+    settings = load_settings()
+    runtime = Runtime(settings)
+    # the hybrid pipeline without vector feedback, side by side (docs/FUSION.md)
+    plain = Runtime(settings.replace(retrieval={"knn_feedback_docs": 0}), backend=runtime.backend)
     report = {}
     for spec in args.datasets:
         label, _, rest = spec.partition("=")
@@ -39,15 +60,21 @@ def quality(args: argparse.Namespace) -> None:
         dataset = Dataset(path)
         index = ensure_dataset_index(runtime, dataset)
         queries, qrels = dataset.queries(split), dataset.qrels(split)
-        results = []
-        for name in ("bm25", "dense", "hybrid"):
+        results: dict[str, EvalResult] = {}
+        for name, pipeline in (("bm25", runtime.pipeline("bm25")), ("dense", runtime.pipeline("dense")),
+                               ("hybrid", runtime.pipeline("hybrid")),
+                               ("hybrid, no feedback", plain.pipeline("hybrid"))):
             runtime.forget_query_caches()
-            result, _ = evaluate(runtime.pipeline(name), queries, qrels, index=index, k=100,
-                                 max_query_chars=runtime.settings.retrieval.max_query_chars, label=name)
-            results.append(result)
+            plain.forget_query_caches()
+            results[name], _ = evaluate(pipeline, queries, qrels, index=index, k=100,
+                                        max_query_chars=settings.retrieval.max_query_chars, label=name)
         print(f"\n{label} ({path}, split {split})")
-        print(format_table(results))
-        report[label] = [r.to_dict() for r in results]
+        print(format_table(list(results.values())))
+        rules = [fusion_rule(results, name) for name in ("hybrid", "hybrid, no feedback")]
+        for rule in rules:
+            print(f"fusion rule, {rule['pipeline']}: " + ("holds" if rule["holds"] else "FAILS") + "; " + ", ".join(
+                f"{m} {rule[m]['margin']:+.4f} against {rule[m]['best_part']}" for m in ("recall_10", "mrr_10")))
+        report[label] = {"results": [r.to_dict() for r in results.values()], "fusion_rule": rules}
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n")

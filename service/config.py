@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 import tomllib
 import types
@@ -359,6 +360,12 @@ class RetrievalSettings:
     """Linear fusion, corpora whose articles have headings (``meta.heading_path``): every candidate gets at
     least this share of the best kNN score (above the list's minimum) in its heading section, so kNN
     votes for the subject and BM25 picks the article in it (docs/FUSION.md); 0 = off."""
+    knn_feedback_docs: int = 5
+    """For a long question (see ``long_query_chars``) the hybrid pipeline's kNN side searches with its
+    passage vector moved toward the stored vectors of this many first BM25 hits (vector pseudo-relevance
+    feedback, docs/FUSION.md); 0 = off. The probe of the routed and agentic pipelines is not moved."""
+    knn_feedback_weight: float = 0.5
+    """How far: the hits' centroid weighs this much against the question's own vector."""
     max_query_chars: int = 50_000
     """Longer questions are refused (``query_too_long``) by the CLI, the API and jobs, never cut.
     Exam questions and case files put the facts first and the question last, up to ~26,000 characters."""
@@ -377,6 +384,9 @@ class RetrievalSettings:
             out.append("retrieval weights must be >= 0 and not both 0")
         out += _below(1, ">= 1", "retrieval", self, "depth", "max_query_chars")
         out += _below(0, ">= 0 (0 = never)", "retrieval", self, "long_query_chars")
+        out += _below(0, ">= 0 (0 = off)", "retrieval", self, "knn_feedback_docs")
+        if not (math.isfinite(self.knn_feedback_weight) and self.knn_feedback_weight >= 0):
+            out.append(f"retrieval.knn_feedback_weight must be a number >= 0, not {self.knn_feedback_weight}")
         if not 0 <= self.section_share <= 1:
             out.append(f"retrieval.section_share must be between 0 and 1, not {self.section_share}")
         return out

@@ -74,6 +74,17 @@ def test_fusion_weights_are_set_together_or_left_to_the_index() -> None:
         load_settings(environ={"LEXSEARCH_RETRIEVAL_BM25_WEIGHT": "0", "LEXSEARCH_RETRIEVAL_KNN_WEIGHT": "0"})
 
 
+def test_the_knn_feedback_is_checked() -> None:
+    retrieval = load_settings(environ={}).retrieval
+    assert (retrieval.knn_feedback_docs, retrieval.knn_feedback_weight) == (5, 0.5)
+    assert load_settings(environ={"LEXSEARCH_RETRIEVAL_KNN_FEEDBACK_DOCS": "0"}).retrieval.knn_feedback_docs == 0
+    with pytest.raises(ConfigError, match=r"retrieval\.knn_feedback_docs must be >= 0 \(0 = off\)"):
+        load_settings(environ={"LEXSEARCH_RETRIEVAL_KNN_FEEDBACK_DOCS": "-1"})
+    for bad in ("-0.5", "nan", "inf"):
+        with pytest.raises(ConfigError, match=r"retrieval\.knn_feedback_weight must be a number >= 0"):
+            load_settings(environ={"LEXSEARCH_RETRIEVAL_KNN_FEEDBACK_WEIGHT": bad})
+
+
 def test_the_section_share_is_a_fraction() -> None:
     assert load_settings(environ={}).retrieval.section_share == 0.5
     assert load_settings(environ={"LEXSEARCH_RETRIEVAL_SECTION_SHARE": "0"}).retrieval.section_share == 0.0

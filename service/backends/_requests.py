@@ -444,6 +444,17 @@ def ids_clause(ids: Sequence[str], fields: FieldMap) -> dict[str, Any]:
     return {"bool": {"should": [by_id, {"terms": {fields.work: list(ids)}}], "minimum_should_match": 1}}
 
 
+def vectors_body(ids: Sequence[str], fields: FieldMap, *, size: int) -> dict[str, Any]:
+    """A search for the documents of ``ids`` (and the versions of the works among them) returning each
+    one's id, work id and stored vector, unscored."""
+    wanted = [f for f in (fields.vector, fields.id if fields.id != ENGINE_ID else "", fields.work) if f]
+    body: dict[str, Any] = {"size": size, "query": {"bool": {"filter": [ids_clause(ids, fields)]}},
+                            "_source": {"includes": wanted}}
+    if fields.id_docvalue:
+        body["docvalue_fields"] = [f for f in (fields.id_docvalue, fields.work) if f]
+    return body
+
+
 def ids_body(ids: Sequence[str], fields: FieldMap, *, excludes: Sequence[str] = ()) -> dict[str, Any]:
     """A search for documents by a source id field (attached indices whose id is not ``_id``)."""
     body: dict[str, Any] = {"size": len(ids), "query": {"terms": {fields.id: list(ids)}}}

@@ -125,6 +125,10 @@ class SearchBackend(Protocol):
         """The kNN score (cosine) of ``vector`` with each of ``ids``, also those a kNN search would not
         return; a work scores as its best version. Ids not in the index are absent from the result."""
 
+    def vectors(self, name: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of each of ``ids``, one row per version (a document of its own: one row;
+        a work: one per language version). Ids not in the index are absent from the result."""
+
     def fetch(self, name: str, ids: Sequence[str]) -> dict[str, LegalDoc]:
         """Documents by id (missing ids are absent from the result)."""
 

@@ -560,6 +560,19 @@ class EmbeddedIndex:
                 out[doc_id] = sim
         return out
 
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of each document or work of ``ids`` (a work: one row per version)."""
+        snap = self.snapshot()
+        out: dict[str, np.ndarray] = {}
+        for doc_id in dict.fromkeys(ids):
+            members = snap.versions_of.get(doc_id)
+            if members is None:
+                iid = snap.iid_of.get(doc_id)
+                members = [iid] if iid is not None else []
+            if members:
+                out[doc_id] = snap.vectors.reconstruct_batch(np.asarray(members, dtype=np.int64))
+        return out
+
     def fetch(self, ids: Sequence[str]) -> dict[str, LegalDoc]:
         self.snapshot()
         out: dict[str, LegalDoc] = {}
@@ -922,6 +935,9 @@ class EmbeddedBackend:
 
     def similarities(self, name: str, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
         return self._existing(name).similarities(vector, ids)
+
+    def vectors(self, name: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        return self._existing(name).vectors(ids)
 
     def fetch(self, name: str, ids: Sequence[str]) -> dict[str, LegalDoc]:
         return self._existing(name).fetch(ids)

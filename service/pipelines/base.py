@@ -127,6 +127,8 @@ class Probe:
     """A long question read as passages and question proper (:mod:`service.retrieval.long_query`)."""
     sections: dict[str, str] | None = None
     """The heading section of each candidate that has one (``None``: the fusion shares no section evidence)."""
+    knn_feedback: int = 0
+    """How many first BM25 hits moved the kNN side's query (0: kNN searched with ``vector`` itself)."""
 
 
 @runtime_checkable

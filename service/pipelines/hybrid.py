@@ -3,7 +3,9 @@
 The hybrid pipeline's :meth:`HybridPipeline.probe` (BM25 and kNN side by side) is also the first
 step of the routed and agentic pipelines. A question longer than ``retrieval.long_query_chars`` is
 read as passages and its question proper (:mod:`service.retrieval.long_query`): BM25 gets its
-weighted key terms, kNN the combined passage vector.
+weighted key terms, kNN the combined passage vector, which the hybrid pipeline's own answers move
+toward BM25's first hits (:mod:`service.retrieval.feedback`; the probe that the routed and agentic
+pipelines start from keeps it).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from service.corpus.views import section_key
 from service.embeddings.base import Embedder
 from service.errors import ConfigError
 from service.pipelines.base import IndexRetrieval, Probe, RetrievalOf, SearchRequest, SearchResponse
+from service.retrieval.feedback import feedback_vector
 from service.retrieval.long_query import LongQuery, bm25_idf, read_long_query
 from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights, fuse
 from service.tracing import Stopwatch
@@ -82,11 +85,14 @@ class HybridPipeline:
         return long.vector(embedder) if long is not None else embedder.embed_queries([query])[0]
 
     def probe(self, query: str, index: str, *, k: int, filters: Filters | None, lang: str,
-              watch: Stopwatch) -> Probe:
-        """Run the retrievers this mode needs, with ``k`` hits each."""
+              watch: Stopwatch, feedback: bool = False) -> Probe:
+        """Run the retrievers this mode needs, with ``k`` hits each. With ``feedback`` (and
+        :meth:`feeds_back`), a long question's kNN side searches with its passage vector moved toward
+        BM25's first hits (:meth:`knn_vector`)."""
         long = self.long_query(query)
         if long is not None:
-            return self._probe_long(long, index, k=k, filters=filters, lang=lang, watch=watch)
+            return self._probe_long(long, index, k=k, filters=filters, lang=lang, watch=watch,
+                                    feedback=feedback and self.feeds_back())
         if self.mode == "bm25":
             with watch.stage("retrieve"):
                 return Probe(self.backend.bm25(index, query, k=k, filters=filters, lang=lang), [], None)
@@ -100,8 +106,23 @@ class HybridPipeline:
             sections = self.sections(index, retrieval, bm25_hits, knn_hits)
         return Probe(bm25_hits, knn_hits, vector, retrieval.weights, sections=sections)
 
+    def feeds_back(self) -> bool:
+        """Whether this pipeline can move its kNN query toward BM25's first hits: hybrid mode, with
+        ``retrieval.knn_feedback_docs`` and ``knn_feedback_weight`` above 0."""
+        cfg = self.settings
+        return self.mode == "hybrid" and cfg.knn_feedback_docs > 0 and cfg.knn_feedback_weight > 0
+
+    def knn_vector(self, index: str, vector: np.ndarray, bm25_hits: list[Hit]) -> tuple[np.ndarray, int]:
+        """``vector`` moved toward the stored vectors of the first ``retrieval.knn_feedback_docs`` BM25
+        hits (:func:`~service.retrieval.feedback.feedback_vector`), and how many hits moved it."""
+        cfg = self.settings
+        ids = [h.doc_id for h in bm25_hits[: cfg.knn_feedback_docs]]
+        stored = self.backend.vectors(index, ids) if ids else {}
+        rows = [stored[doc_id] for doc_id in ids if doc_id in stored]
+        return feedback_vector(vector, rows, cfg.knn_feedback_weight), len(rows)
+
     def _probe_long(self, long: LongQuery, index: str, *, k: int, filters: Filters | None, lang: str,
-                    watch: Stopwatch) -> Probe:
+                    watch: Stopwatch, feedback: bool) -> Probe:
         """The probe of a long question: key-term BM25 and the passage-mean vector."""
         vector = None
         retrieval = None
@@ -113,16 +134,20 @@ class HybridPipeline:
         bm25_hits: list[Hit] = []
         knn_hits: list[Hit] = []
         sections = None
+        used = 0
         with watch.stage("retrieve"):
             if self.mode != "dense":
                 terms = self.long_weights(long, index, lang)
                 bm25_hits = self.backend.bm25_terms(index, terms, k=k, filters=filters)
             if vector is not None:
-                knn_hits = self.backend.knn(index, vector, k=k, filters=filters)
+                knn_query = vector
+                if feedback:
+                    knn_query, used = self.knn_vector(index, vector, bm25_hits)
+                knn_hits = self.backend.knn(index, knn_query, k=k, filters=filters)
             if retrieval is not None:
                 sections = self.sections(index, retrieval, bm25_hits, knn_hits)
         weights = retrieval.weights if retrieval is not None else DEFAULT_WEIGHTS
-        return Probe(bm25_hits, knn_hits, vector, weights, terms, long, sections)
+        return Probe(bm25_hits, knn_hits, vector, weights, terms, long, sections, used)
 
     def sections(self, index: str, retrieval: IndexRetrieval, bm25: list[Hit], knn: list[Hit]
                  ) -> dict[str, str] | None:
@@ -183,7 +208,7 @@ class HybridPipeline:
             if fused is not None:
                 return fused
         probe = self.probe(request.query, request.index, k=depth, filters=request.filters,
-                           lang=request.lang, watch=watch)
+                           lang=request.lang, watch=watch, feedback=True)
         return self._answer(request, probe, watch)
 
     def run_with_probe(self, request: SearchRequest, probe: Probe) -> SearchResponse:
@@ -199,6 +224,8 @@ class HybridPipeline:
             trace["fusion_weights"] = probe.weights.to_dict()
         if probe.sections is not None:
             trace["fusion_sections"] = {"share": self.settings.section_share, "candidates": len(probe.sections)}
+        if probe.knn_feedback:
+            trace["knn_feedback"] = {"docs": probe.knn_feedback, "weight": self.settings.knn_feedback_weight}
         if probe.long_query is not None:
             trace["long_query"] = probe.long_query.to_trace()
         return SearchResponse(hits=hits, trace=trace)

@@ -110,6 +110,17 @@ class BackendConformance:
             assert sim == pytest.approx(everything[doc_id], abs=2e-3), doc_id
         assert backend.similarities(name, vector, []) == {}
 
+    def test_vectors_are_the_stored_embeddings(self, ctx) -> None:
+        backend, name, docs, embedder = ctx
+        wanted = [docs[0].id, docs[3].id, "no-such-document"]
+        stored = backend.vectors(name, wanted)
+        assert set(stored) == {docs[0].id, docs[3].id}
+        for doc in (docs[0], docs[3]):
+            expected = embedder.embed_documents([embedding_text(doc)])[0]
+            assert stored[doc.id].shape == (1, expected.shape[0])
+            assert stored[doc.id][0] == pytest.approx(expected, abs=1e-3)
+        assert backend.vectors(name, []) == {}
+
     def test_probe_runs_both_retrievers(self, ctx) -> None:
         backend, name, _, embedder = ctx
         query = "Testament unter Drohung"
@@ -268,6 +279,16 @@ class WorkConformance:
         sims = backend.similarities(name, vector, ["OR-art41-de", "OR-art257e-de"])
         assert sims["OR-art41-de"] == pytest.approx(1.0, abs=1e-3)  # the French version's own vector
         assert sims["OR-art257e-de"] == pytest.approx(knn["OR-art257e-de"], abs=2e-3)
+
+    def test_vectors_of_a_work_are_one_row_per_version(self, works_index, trilingual_docs, use_embedder) -> None:
+        backend, name = works_index
+        versions = [d for d in trilingual_docs if d.id.startswith("OR-art41-")]
+        assert len(versions) == 3
+        stored = backend.vectors(name, ["OR-art41-de"])["OR-art41-de"]
+        assert stored.shape[0] == 3
+        expected = use_embedder.embed_documents([embedding_text(d) for d in versions])
+        for row in expected:  # every version's vector is there, in whatever order the engine keeps them
+            assert float(np.max(stored @ row)) == pytest.approx(1.0, abs=1e-3)
 
     def test_a_language_filter_restricts_the_versions_searched(self, works_index, trilingual_docs) -> None:
         backend, name = works_index

@@ -1,5 +1,6 @@
-"""The hybrid pipeline's probe: long questions (key-term BM25 and the combined passage vector), and the
-heading sections of the candidates that the fusion shares kNN evidence within."""
+"""The hybrid pipeline's probe: long questions (key-term BM25 and the combined passage vector), the
+heading sections of the candidates that the fusion shares kNN evidence within, and the kNN query moved
+toward BM25's first hits."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from service.config import load_settings
 from service.corpus.views import section_key
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
+from service.retrieval.feedback import feedback_vector
 from service.retrieval.long_query import read_long_query
 from service.retrieval.weights import fuse
 from service.tracing import Stopwatch
@@ -84,3 +86,45 @@ def test_no_sections_without_a_share_or_outside_hybrid_linear_fusion(mini_embedd
         pipe = runtime.pipeline(name)
         assert pipe.probe(question, index, k=20, filters=None, lang="de", watch=Stopwatch()).sections is None
         assert "fusion_sections" not in pipe.run(SearchRequest(query=question, index=index, k=5)).trace
+
+
+def test_a_long_questions_knn_side_searches_near_the_first_bm25_hits(mini_embedded, use_embedder) -> None:
+    backend, index = mini_embedded
+    runtime = _runtime(mini_embedded, use_embedder, 500, knn_feedback_docs=3, knn_feedback_weight=0.5)
+    pipe = runtime.pipeline("hybrid")
+    long = read_long_query(CASE)
+    vector = long.vector(use_embedder)
+    bm25 = backend.bm25_terms(index, pipe.long_weights(long, index, "de"), k=100)
+    first = [h.doc_id for h in bm25[:3]]
+    moved = feedback_vector(vector, [backend.vectors(index, first)[d] for d in first], 0.5)
+    assert float(moved @ vector) < 0.999  # the query did move
+    probe = pipe.probe(CASE, index, k=100, filters=None, lang="de", watch=Stopwatch(), feedback=True)
+    assert probe.knn_feedback == 3
+    assert [h.doc_id for h in probe.knn] == [h.doc_id for h in backend.knn(index, moved, k=100)]
+    assert probe.vector is not None and float(probe.vector @ vector) == pytest.approx(1.0)  # the question's own
+    response = pipe.run(SearchRequest(query=CASE, index=index, k=10, lang="de"))
+    assert response.trace["knn_feedback"] == {"docs": 3, "weight": 0.5}
+    fused = fuse(probe.bm25, probe.knn, probe.weights.as_mapping(), runtime.settings.retrieval, probe.sections)
+    assert [h.doc_id for h in response.hits] == [h.doc_id for h in fused[:10]]
+
+
+def test_short_questions_the_routed_and_agentic_probe_and_a_zero_setting_keep_the_vector(mini_embedded,
+                                                                                          use_embedder) -> None:
+    backend, index = mini_embedded
+    pipe = _runtime(mini_embedded, use_embedder, 500).pipeline("hybrid")
+    plain = [h.doc_id for h in backend.knn(index, pipe.query_vector(CASE, index), k=50)]
+    probe = pipe.probe(CASE, index, k=50, filters=None, lang="de", watch=Stopwatch())  # as routed/agentic call it
+    assert probe.knn_feedback == 0 and [h.doc_id for h in probe.knn] == plain
+    for runtime, name in ((_runtime(mini_embedded, use_embedder, 500, knn_feedback_docs=0), "hybrid"),
+                          (_runtime(mini_embedded, use_embedder, 500, knn_feedback_weight=0.0), "hybrid"),
+                          (_runtime(mini_embedded, use_embedder, 500), "dense")):
+        response = runtime.pipeline(name).run(SearchRequest(query=CASE, index=index, k=50, lang="de"))
+        assert "knn_feedback" not in response.trace
+        if name == "dense":
+            assert [h.doc_id for h in response.hits] == plain
+    short = "Der Vermieter behält die Sicherheit nach dem Auszug"
+    probe = pipe.probe(short, index, k=50, filters=None, lang="de", watch=Stopwatch(), feedback=True)
+    assert probe.knn_feedback == 0
+    assert [h.doc_id for h in probe.knn] == [
+        h.doc_id for h in backend.knn(index, use_embedder.embed_queries([short])[0], k=50)]
+    assert "knn_feedback" not in pipe.run(SearchRequest(query=short, index=index, k=5, lang="de")).trace

@@ -32,7 +32,7 @@ from service.backends.engine.bulk import BulkWriter
 from service.backends.engine.client import EngineApi, EngineClient
 from service.backends.engine.facts import IndexCatalog, IndexInfo, check_name
 from service.backends.engine.lifecycle import IndexLifecycle
-from service.backends.fieldmap import FieldMap, load_field_map
+from service.backends.fieldmap import FieldMap, load_field_map, lookup
 from service.config import BackendSettings, EngineSettings, Settings
 from service.corpus.model import Filters, Hit, LegalDoc
 from service.corpus.works import collapse
@@ -341,6 +341,28 @@ class EngineBackend:
         body = self._knn_body(info, vector, k=fetch, filters=None, only=wanted)
         response = self.client.call_complete("kNN scores", self.api.search, name, body, index=name)
         return {hit.doc_id: hit.score for hit in engine_hits(response, "knn", info, fetch)}
+
+    def vectors(self, name: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of each document or work of ``ids`` (a work: one row per version), read
+        from ``_source`` by one search."""
+        wanted = list(dict.fromkeys(ids))
+        info = self.catalog.info(name)
+        fm = info.field_map
+        if not wanted or not fm.vector:
+            return {}
+        body = req.vectors_body(wanted, fm, size=len(wanted) * self.max_versions(name, info))
+        response = self.client.call_complete("read vectors", self.api.search, name, body, index=name)
+        rows: dict[str, list[np.ndarray]] = {}
+        asked = set(wanted)
+        for raw in response["hits"]["hits"]:
+            vector = lookup((raw.get("_source") or {}), fm.vector)
+            if not vector:
+                continue
+            doc_id = fm.doc_id(raw)
+            owner = doc_id if doc_id in asked else fm.work_id(raw)
+            if owner in asked:
+                rows.setdefault(owner, []).append(np.asarray(vector, dtype=np.float32))
+        return {doc_id: np.stack(rows[doc_id]) for doc_id in wanted if doc_id in rows}
 
     def fetch(self, name: str, ids: Sequence[str]) -> dict[str, LegalDoc]:
         """Documents by id (missing ids are absent); the vector and token fields are not transferred."""
