@@ -11,6 +11,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from service.vectors import l2_normalize
+
 
 @runtime_checkable
 class Embedder(Protocol):
@@ -32,16 +34,6 @@ class Embedder(Protocol):
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Embed documents; returns ``(len(texts), dim)`` float32, rows of norm 1."""
-
-
-def l2_normalize(matrix: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length (zero rows stay zero), as contiguous float32."""
-    matrix = np.asarray(matrix, dtype=np.float32)
-    if matrix.ndim == 1:
-        matrix = matrix[None, :]
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return np.ascontiguousarray(matrix / norms, dtype=np.float32)
 
 
 def embed_in_windows(texts: Sequence[str], windows: Callable[[str], list[str]],

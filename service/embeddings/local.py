@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
-from service.embeddings.base import l2_normalize
+from service.vectors import l2_normalize
 
 if TYPE_CHECKING:
     from service.config import EmbedderSettings

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from service.embeddings.base import l2_normalize
 from service.errors import ConfigError
 from service.lazy import built_once
+from service.vectors import l2_normalize
 
 if TYPE_CHECKING:
     from service.config import EmbedderSettings

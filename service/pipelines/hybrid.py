@@ -117,7 +117,7 @@ class HybridPipeline:
         hits (:func:`~service.retrieval.feedback.feedback_vector`), and how many hits moved it."""
         cfg = self.settings
         ids = [h.doc_id for h in bm25_hits[: cfg.knn_feedback_docs]]
-        stored = self.backend.vectors(index, ids) if ids else {}
+        stored = self.backend.vectors(index, ids)
         rows = [stored[doc_id] for doc_id in ids if doc_id in stored]
         return feedback_vector(vector, rows, cfg.knn_feedback_weight), len(rows)
 

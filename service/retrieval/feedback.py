@@ -19,11 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-
-def unit(vector: np.ndarray) -> np.ndarray:
-    """``vector`` scaled to length 1 (a zero vector stays zero)."""
-    norm = float(np.linalg.norm(vector))
-    return vector / norm if norm > 0 else vector
+from service.vectors import l2_normalize
 
 
 def feedback_vector(query: np.ndarray, documents: Sequence[np.ndarray], weight: float) -> np.ndarray:
@@ -39,12 +35,12 @@ def feedback_vector(query: np.ndarray, documents: Sequence[np.ndarray], weight: 
         ``unit(q + weight * unit(mean of the documents))``; the question's own unit vector when there
         are no documents or ``weight`` is 0.
     """
-    q = unit(np.asarray(query, dtype=np.float32).reshape(-1))
+    q = l2_normalize(query)[0]
     if weight <= 0 or not documents:
-        return q.astype(np.float32)
+        return q
     nearest = []
     for rows in documents:
         rows = np.asarray(rows, dtype=np.float32).reshape(-1, q.shape[0])
         nearest.append(rows[int(np.argmax(rows @ q))])
-    centroid = unit(np.mean(nearest, axis=0))
-    return unit(q + weight * centroid).astype(np.float32)
+    centroid = l2_normalize(np.mean(nearest, axis=0))[0]
+    return l2_normalize(q + weight * centroid)[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from service.embeddings.base import Embedder, l2_normalize
+from service.embeddings.base import Embedder
 from service.embeddings.cache import CachedEmbedder
 from service.embeddings.e5 import E5Embedder
 from service.embeddings.use import UseEmbedder
@@ -78,11 +78,6 @@ def test_query_cache_is_bounded(tmp_path) -> None:
     assert cached.computed == 4  # "a" was evicted by "c"
     cached.embed_queries(["a", "c"])
     assert cached.computed == 4
-
-
-def test_l2_normalize_leaves_zero_rows() -> None:
-    out = l2_normalize(np.array([[3.0, 4.0], [0.0, 0.0]]))
-    assert np.allclose(out, [[0.6, 0.8], [0.0, 0.0]])
 
 
 def test_long_texts_are_embedded_in_windows_not_cut() -> None:

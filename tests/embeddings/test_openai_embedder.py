@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from service.embeddings.base import Embedder, l2_normalize
+from service.embeddings.base import Embedder
 from service.embeddings.openai_embedder import OpenAIEmbedder
 from service.errors import ConfigError, EngineUnavailable
+from service.vectors import l2_normalize
 from tests.support.openai_server import Delay, OpenAITestServer, Reply, Status, pseudo_embedding
 
 pytestmark = pytest.mark.unit

@@ -5,9 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from service.retrieval.feedback import feedback_vector, unit
+from service.retrieval.feedback import feedback_vector
+from service.vectors import l2_normalize
 
 pytestmark = pytest.mark.unit
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    return l2_normalize(vector)[0]
 
 
 def test_the_query_moves_toward_the_documents_centroid() -> None:

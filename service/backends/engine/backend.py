@@ -346,9 +346,11 @@ class EngineBackend:
         """The stored vectors of each document or work of ``ids`` (a work: one row per version), read
         from ``_source`` by one search."""
         wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
         info = self.catalog.info(name)
         fm = info.field_map
-        if not wanted or not fm.vector:
+        if not fm.vector:
             return {}
         body = req.vectors_body(wanted, fm, size=len(wanted) * self.max_versions(name, info))
         response = self.client.call_complete("read vectors", self.api.search, name, body, index=name)
