@@ -142,6 +142,14 @@ class _Snapshot:
     versions_of: dict[str, list[int]]
     """Work id -> the iids of its versions (only works with versions)."""
 
+    def members(self, doc_id: str) -> list[int]:
+        """The iids stored for ``doc_id``: a work's versions, a document's own iid, or none."""
+        versions = self.versions_of.get(doc_id)
+        if versions is not None:
+            return versions
+        iid = self.iid_of.get(doc_id)
+        return [iid] if iid is not None else []
+
     def collapse(self, hits: list[Hit], k: int, label: str) -> list[Hit]:
         """One hit per work (a no-op for an index without versions)."""
         return collapse(hits, self.work_of.get, k=k, label=label) if self.max_versions > 1 else hits
@@ -545,10 +553,7 @@ class EmbeddedIndex:
         owners: list[str] = []
         iids: list[int] = []
         for doc_id in dict.fromkeys(ids):
-            members = snap.versions_of.get(doc_id)
-            if members is None:
-                iid = snap.iid_of.get(doc_id)
-                members = [iid] if iid is not None else []
+            members = snap.members(doc_id)
             owners.extend([doc_id] * len(members))
             iids.extend(members)
         if not iids:
@@ -565,10 +570,7 @@ class EmbeddedIndex:
         snap = self.snapshot()
         out: dict[str, np.ndarray] = {}
         for doc_id in dict.fromkeys(ids):
-            members = snap.versions_of.get(doc_id)
-            if members is None:
-                iid = snap.iid_of.get(doc_id)
-                members = [iid] if iid is not None else []
+            members = snap.members(doc_id)
             if members:
                 out[doc_id] = snap.vectors.reconstruct_batch(np.asarray(members, dtype=np.int64))
         return out
