@@ -83,6 +83,7 @@ from service.rerank.cocitation import CoCitation
 from service.rerank.compiled import compile_models
 from service.rerank.features import FEATURE_NAMES
 from service.rerank.learned import LearnedReranker
+from service.rerank.pools import POOLS_FILE, Pools, TrainingPools, load_pools, save_pools
 from service.retrieval.weights import FusionFit, fit_weights, with_trained
 from service.routing.measure import collect_fit_data
 from service.routing.tuning import CalibrationTargets, FitData, fit_calibration
@@ -303,6 +304,11 @@ def pool_rows(pipe: AgenticPipeline, query: Query, gold: set[str], index: str, k
     return PoolRows(features, labels, number, [issue_of(h, issues) for h in hits], issues)
 
 
+def _pools_of(rows: Sequence[PoolRows]) -> Pools:
+    """``rows`` as pools to keep in the model folder (features and labels)."""
+    return Pools.of([p.features for p in rows], [p.labels for p in rows])
+
+
 def _fit(pools: Sequence[PoolRows], rounds: int, threads: int, label: str = "learned") -> LearnedReranker:
     """The reranker of ``pools``, trained on ``threads`` threads (``cpu.threads``: LightGBM's OpenMP
     threads spin while they wait, so two trainings that each take every core stall each other)."""
@@ -336,13 +342,14 @@ class RerankerCV:
 
 
 def _cv_recall(pools: list[PoolRows], folds: list[list[int]], gold_counts: list[int], *, singles: int,
-               threads: int, bar: tqdm | None = None) -> RerankerCV:
+               threads: int, bar: tqdm | None = None, borrowed: Sequence[PoolRows] = ()) -> RerankerCV:
     """Out-of-fold Recall@10 of the reranker for each number of boosting rounds in :data:`ROUND_GRID`
     and each balance reserve in :data:`~service.pipelines.issue_pool.RESERVES` (numbers below
     ``singles`` are the split's own questions, the rest joined ones), each own question's
     out-of-fold ranking, and the model fitted without each fold.
 
     ``gold_counts`` are the full gold-set sizes, so gold articles missing from a pool count as misses.
+    ``borrowed`` pools (another training's, ``--borrow``) join every fold's training and are never scored.
     """
     own: dict[tuple[int, int], list[float]] = {(n, r): [] for n in ROUND_GRID for r in RESERVES}
     joined: dict[tuple[int, int], list[float]] = {(n, r): [] for n in ROUND_GRID for r in RESERVES}
@@ -350,7 +357,7 @@ def _cv_recall(pools: list[PoolRows], folds: list[list[int]], gold_counts: list[
     models: dict[int, LearnedReranker] = {}
     for f, held in enumerate(folds):
         held_set = set(held)
-        train = [p for p in pools if p.number not in held_set]
+        train = [p for p in pools if p.number not in held_set] + list(borrowed)
         test = [p for p in pools if p.number in held_set]
         if not test:
             continue
@@ -485,6 +492,8 @@ class TrainingRun:
     """Agentic pools: the split's questions (numbered by row) and, after them, the questions joined
     from each fold's own questions."""
     hybrid_groups: list[PoolRows] = field(default_factory=list)
+    borrowed: TrainingPools | None = None
+    """Another training's reranker pools (``--borrow``), added to every reranker fit of this one."""
     gold_counts: list[int] = field(default_factory=list)
     """Gold-set size of each pool's question, by number."""
     cv_folds: list[list[int]] = field(default_factory=list)
@@ -523,6 +532,14 @@ class TrainingRun:
     def fold_rows(self, f: int) -> list[int]:
         """The rows of every fold but ``f``."""
         return [i for g, part in enumerate(self.parts) if g != f for i in part]
+
+    def borrowed_rows(self, kind: str) -> list[PoolRows]:
+        """The borrowed pools of reranker ``kind`` (``agentic`` or ``hybrid``) as training rows (none
+        without ``--borrow``); numbered -1, so no fold holds them and no score counts them."""
+        if self.borrowed is None:
+            return []
+        pools = self.borrowed.agentic if kind == "agentic" else self.borrowed.hybrid
+        return [PoolRows(x, y, -1, [], 1) for x, y in pools.groups()]
 
 
 def step_index(run: TrainingRun) -> None:
@@ -646,7 +663,7 @@ def step_rerankers(run: TrainingRun) -> None:
     run.say("cross-validating the rerankers")
     with run.bar(len(run.parts), "reranker cv", "fold") as bar:
         cv = _cv_recall(run.agentic_groups, run.cv_folds, run.gold_counts, singles=singles, threads=run.threads,
-                        bar=bar)
+                        bar=bar, borrowed=run.borrowed_rows("agentic"))
     run.cv_rerankers = cv.models
     run.rounds = rounds = cv.best_rounds()
     run.issue_reserve = reserve = cv.best_reserve(rounds)
@@ -666,6 +683,8 @@ def step_rerankers(run: TrainingRun) -> None:
                                                          if (rounds, r) in cv.joined else None)}
                                      for r in RESERVES},
                       "law": run.law_accuracy,
+                      **({"borrowed": {"from": list(run.borrowed.sources),
+                                       "questions": len(run.borrowed.agentic)}} if run.borrowed else {}),
                       "citation_count": {"multiplier": counter.multiplier, "cliff": counter.cliff,
                                          "fixed_k": counter.fixed_k}}
 
@@ -677,8 +696,9 @@ def step_final(run: TrainingRun) -> None:
     run.say("fitting the final models on the whole split")
     every = list(range(len(data.queries)))
     final = fit_parts(data, every, run.graph, run.vocabulary, run.runtime.index_embedder(run.index).name)
-    agentic = _fit(run.agentic_groups, run.rounds, run.threads)  # the split's questions and the joined ones
-    hybrid = _fit(run.hybrid_groups, run.rounds, run.threads, label="learned_hybrid")
+    # the split's questions, the ones joined from them, and any borrowed pools
+    agentic = _fit(run.agentic_groups + run.borrowed_rows("agentic"), run.rounds, run.threads)
+    hybrid = _fit(run.hybrid_groups + run.borrowed_rows("hybrid"), run.rounds, run.threads, label="learned_hybrid")
     run.models = replace(final, fusion=run.fusion.weights("model"), planner=run.policy, law_mixer=run.law_mixer,
                          citation_counter=run.citation_counter, issue_reserve=run.issue_reserve,
                          reranker_agentic=agentic, reranker_hybrid=hybrid)
@@ -687,6 +707,7 @@ def step_final(run: TrainingRun) -> None:
                 "folds": run.folds, **run.info, "timings_s": dict(run.timings)}
     run.models.info = run.info
     run.models.save(run.out)
+    save_pools(run.out, agentic=_pools_of(run.agentic_groups), hybrid=_pools_of(run.hybrid_groups))
 
 
 def step_compile(run: TrainingRun) -> None:
@@ -761,10 +782,12 @@ later step leaves working (uncalibrated) models behind."""
 
 def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path, *, folds: int = FOLDS,
                  calibration: CalibrationTargets | None = DEFAULT_TARGETS,
-                 calibration_questions: int = CALIBRATION_QUESTIONS,
+                 calibration_questions: int = CALIBRATION_QUESTIONS, borrow: Sequence[str | Path] = (),
                  progress: Callable[[str], None] | None = None, show_bars: bool = False) -> TrainReport:
     """Fit every learned part on ``split`` of ``dataset``, calibrate routing (unless ``calibration``
-    is ``None``) and write the model folder ``out``.
+    is ``None``) and write the model folder ``out``, with the rerankers' training pools
+    (:mod:`service.rerank.pools`). The rerankers also train on the pools of the model folders (or
+    pools files) in ``borrow``.
 
     Raises:
         InvalidInput: for inputs :func:`check_inputs` refuses (before any long work).
@@ -773,9 +796,11 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
     """
     check_inputs(runtime.settings, dataset, split, out, folds=folds, calibration=calibration,
                  calibration_questions=calibration_questions)
+    if any(Path(b).resolve() in (Path(out).resolve(), (Path(out) / POOLS_FILE).resolve()) for b in borrow):
+        raise InvalidInput(f"--borrow {out}: that is the folder this training writes; borrow another one")
     run = TrainingRun(runtime, dataset, split, Path(out), folds=folds, calibration=calibration,
                       calibration_questions=calibration_questions, progress=progress,
-                      show_bars=show_bars)
+                      show_bars=show_bars, borrowed=load_pools(borrow) if borrow else None)
     started = time.perf_counter()
     for step in STEPS:
         begin = time.perf_counter()
@@ -831,7 +856,8 @@ def _held_out_models(run: TrainingRun, f: int) -> TrainedModels:
     rest = run.fold_rows(f)
     agentic = run.cv_rerankers[f].first(run.rounds)
     keep = set(rest)
-    hybrid = _fit([p for p in run.hybrid_groups if p.number in keep], run.rounds, run.threads, label="learned_hybrid")
+    hybrid = _fit([p for p in run.hybrid_groups if p.number in keep] + run.borrowed_rows("hybrid"), run.rounds,
+                  run.threads, label="learned_hybrid")
     return replace(run.fold_models[f], planner=_fit_policy(run.policy_rows, frozenset(run.parts[f])),
                    issue_reserve=run.issue_reserve, reranker_agentic=agentic, reranker_hybrid=hybrid,
                    info={"data": str(run.dataset.path), "split": f"{run.split} without calibration fold {f + 1}"})

@@ -17,6 +17,8 @@ from service.errors import ConfigError, DataError, EngineUnavailable, InvalidInp
 from service.models import TrainedModels, load_models, read_models, stored_routing
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
+from service.rerank.features import FEATURE_NAMES
+from service.rerank.pools import load_pools
 from service.routing.measure import collect_fit_data
 from service.routing.tuning import CalibrationTargets
 from service.training import DEFAULT_TARGETS, calibration_sample, folds_of, train_models
@@ -86,6 +88,28 @@ def test_training_writes_every_component(trained) -> None:
     assert manifest["fusion"]["source"] == "model" and manifest["fusion"]["fusion"] == "linear-zscore"
     assert models.fusion is not None and models.fusion.bm25 + models.fusion.knn == pytest.approx(1.0)
     assert manifest["fusion_fit"]["method"] == "trained" and len(manifest["fusion_fit"]["curve"]) == 21
+
+
+def test_training_keeps_its_reranker_pools_and_another_training_borrows_them(trained, tmp_path: Path) -> None:
+    runtime, out, report, _ = trained
+    own = load_pools([out])
+    # every question of the split is one hybrid pool; the agentic pools add the questions joined from them
+    assert len(own.hybrid) == 8 and len(own.agentic) == 8 + report["cv"]["joined_questions"]
+    assert own.agentic.features.shape[1] == len(FEATURE_NAMES) and own.agentic.labels.sum() >= 8
+    assert "borrowed" not in report["cv"]
+    borrower = tmp_path / "borrower"
+    said: list[str] = []
+    got = train_models(runtime, Dataset(MINI), "dev", borrower, folds=2, calibration=None, borrow=[out],
+                       progress=said.append).to_dict()
+    assert got["cv"]["borrowed"] == {"from": [str(out)], "questions": len(own.agentic)}
+    assert json.loads((borrower / "manifest.json").read_text())["cv"]["borrowed"]["questions"] == len(own.agentic)
+    # the borrower keeps only its own pools, so borrowing from it does not count the lender twice
+    assert list(load_pools([borrower]).agentic.sizes) == list(own.agentic.sizes)
+    # its rerankers trained on twice the rows: the same features score differently
+    plain, lent = read_models(out, compile_trees=False), read_models(borrower, compile_trees=False)
+    rows = own.agentic.features[:50]
+    assert not np.allclose(plain.reranker_agentic.scores(rows, FEATURE_NAMES),
+                           lent.reranker_agentic.scores(rows, FEATURE_NAMES))
 
 
 def test_pipelines_use_the_trained_models(trained) -> None:
@@ -254,6 +278,8 @@ def test_no_calibrate_stores_no_routing(trained, tmp_path: Path) -> None:
     ("targets", "latency budget"),
     ("questions", "--calibration-questions must be 0"),
     ("sample", r"at least --folds \(2\), got 1"),
+    ("borrow", "no reranker pools there"),
+    ("borrow-self", "that is the folder this training writes"),
 ])
 def test_inputs_are_checked_before_any_long_work(tmp_path: Path, case: str, message: str) -> None:
     limit = 40 if case == "long" else 8000
@@ -276,9 +302,10 @@ def test_inputs_are_checked_before_any_long_work(tmp_path: Path, case: str, mess
     dataset = _dataset_with(tmp_path / "data", "".join(f"q{i}\t{'Frage ' * (4 * i + 1)}\n" for i in range(4)),
                             "".join(f"q{i}\t0\t17083\t1\n" for i in range(4)))
     runtime = Runtime(settings)  # no embedder or backend is built before the checks pass
+    borrow = {"borrow": [tmp_path / "no-model"], "borrow-self": [out]}.get(case, [])
     with pytest.raises(InvalidInput, match=message):
         train_models(runtime, dataset, split, out, folds=folds, calibration=targets,
-                     calibration_questions={"questions": -1, "sample": 1}.get(case, 300))
+                     calibration_questions={"questions": -1, "sample": 1}.get(case, 300), borrow=borrow)
     assert not (tmp_path / "indices").exists() and not runtime._embedders and runtime._backend is None
 
 

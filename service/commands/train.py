@@ -37,6 +37,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--calibration-questions", type=int, metavar="N",
                    help="measure every tier on N questions of the split, spread over the folds (0 = all; "
                         "default 300: measuring is most of the training time)")
+    p.add_argument("--borrow", action="append", default=[], metavar="FOLDER",
+                   help="also train the rerankers on the training pools of another model folder (written by "
+                        "lexsearch train; feature rows only, no text): helps splits of a few hundred questions "
+                        "(docs/AGENTS.md, 'Borrowed pools'); repeatable")
     p.add_argument("--json", dest="json_out", metavar="OUT", help="write the training report as JSON")
     add_common_options(p)
     p.set_defaults(run=run)
@@ -55,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     report = train_models(runtime, dataset, args.split, args.out, folds=args.folds, calibration=targets,
                           calibration_questions=(CALIBRATION_QUESTIONS if args.calibration_questions is None
                                                  else args.calibration_questions),
-                          progress=info, show_bars=progress_enabled())
+                          borrow=args.borrow, progress=info, show_bars=progress_enabled())
     cv = report.info["cv"]
     print(f"wrote {args.out}: {report.info['questions']} questions, cross-validated agentic Recall@10 "
           f"{cv['agentic_recall@10']:.4f} ({report.info['timings_s']['total']:.0f} s)")
