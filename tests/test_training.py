@@ -98,9 +98,7 @@ def test_training_keeps_its_reranker_pools_and_another_training_borrows_them(tra
     assert own.agentic.features.shape[1] == len(FEATURE_NAMES) and own.agentic.labels.sum() >= 8
     assert "borrowed" not in report["cv"]
     borrower = tmp_path / "borrower"
-    said: list[str] = []
-    got = train_models(runtime, Dataset(MINI), "dev", borrower, folds=2, calibration=None, borrow=[out],
-                       progress=said.append).to_dict()
+    got = train_models(runtime, Dataset(MINI), "dev", borrower, folds=2, calibration=None, borrow=[out]).to_dict()
     assert got["cv"]["borrowed"] == {"from": [str(out)], "questions": len(own.agentic)}
     assert json.loads((borrower / "manifest.json").read_text())["cv"]["borrowed"]["questions"] == len(own.agentic)
     # the borrower keeps only its own pools, so borrowing from it does not count the lender twice

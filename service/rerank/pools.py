@@ -110,8 +110,9 @@ def load_pools(paths: Sequence[str | Path]) -> TrainingPools:
         try:
             with np.load(file, allow_pickle=False) as data:
                 names = tuple(str(n) for n in data["feature_names"])
-                kinds = [Pools(data[f"{k}_features"].astype(np.float32), data[f"{k}_labels"].astype(np.float32),
-                               data[f"{k}_sizes"].astype(np.int64)) for k in _KINDS]
+                kinds = [Pools(data[f"{k}_features"].astype(np.float32, copy=False),
+                               data[f"{k}_labels"].astype(np.float32), data[f"{k}_sizes"].astype(np.int64, copy=False))
+                         for k in _KINDS]
         except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
             raise InvalidInput(f"--borrow {path}: {file} is not a reranker pools file ({exc})") from None
         if names != FEATURE_NAMES:
