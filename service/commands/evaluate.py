@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         results.append(result)
         if args.runs:
             Path(args.runs).mkdir(parents=True, exist_ok=True)
-            write_run(Path(args.runs) / f"{dataset.name}.{args.split}.{name}.run", run_, tag=name)
+            write_run(Path(args.runs) / f"{dataset.file_stem}.{args.split}.{name}.run", run_, tag=name)
     print(format_table(results))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=1) + "\n",

@@ -56,6 +56,11 @@ class LoadReport:
         return "\n".join(lines + notes)
 
 
+def safe_file_part(text: str) -> str:
+    """``text`` with every character but letters, digits, ``-`` and ``_`` replaced by ``-``."""
+    return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in text)
+
+
 class Dataset:
     """A dataset folder. Cheap to construct; files are read on demand.
 
@@ -88,6 +93,11 @@ class Dataset:
     @property
     def name(self) -> str:
         return str(self.meta.get("name") or self.path.name)
+
+    @property
+    def file_stem(self) -> str:
+        """A file-name-safe form of the folder name (``name`` is free text: "Swiss statutes (de/fr/it)")."""
+        return safe_file_part(self.path.name)
 
     @property
     def language(self) -> str:

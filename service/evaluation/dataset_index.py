@@ -8,7 +8,7 @@ from pathlib import Path
 
 from service.backends.embedded import FileLock
 from service.console import info, progress_enabled
-from service.corpus.datasets import Dataset, LoadReport, load_corpus
+from service.corpus.datasets import Dataset, LoadReport, load_corpus, safe_file_part
 from service.errors import LexsearchError
 from service.fusion_calibration import ensure_fusion_quietly
 from service.indexing import index_fingerprint, rebuild_index
@@ -25,8 +25,7 @@ def dataset_index_name(runtime: Runtime, dataset: Dataset) -> str:
     # Named after the folder that really holds the corpus, so derived split folders (symlinked
     # corpus) share the index of the dataset they came from.
     home = dataset.corpus_files[0].resolve().parent.name.lower()
-    safe = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in home)
-    return f"eval-{safe}-{fingerprint}"
+    return f"eval-{safe_file_part(home)}-{fingerprint}"
 
 
 def ensure_dataset_index(runtime: Runtime, dataset: Dataset) -> str:

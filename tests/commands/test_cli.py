@@ -107,6 +107,21 @@ def test_malformed_corpus_lines_are_listed_at_the_end(cli, env, tmp_path) -> Non
     assert "indexed 2 of 2 documents" in err
 
 
+def test_eval_run_files_are_named_after_the_folder_not_the_free_text_name(cli, tmp_path) -> None:
+    data = tmp_path / "mini-renamed"
+    data.mkdir()
+    for source in MINI.iterdir():
+        if source.name != "dataset.json":
+            (data / source.name).symlink_to(source)
+    meta = json.loads((MINI / "dataset.json").read_text())
+    meta["name"] = "mini statutes (de/zh/en), dev split"  # a slash would make a folder of the run file
+    (data / "dataset.json").write_text(json.dumps(meta))
+    code, _, err = cli("eval", "--data", str(data), "--split", "dev", "--pipeline", "bm25", "--sets", "",
+                       "--runs", str(tmp_path / "runs"))
+    assert code == 0, err
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == ["mini-renamed.dev.bm25.run"]
+
+
 def test_corpus_without_any_valid_document_is_an_error(cli, tmp_path) -> None:
     data = tmp_path / "empty"
     data.mkdir()
