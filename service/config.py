@@ -718,6 +718,8 @@ class AgentSettings:
     """Hits of each rewrite that join the pool, chosen by the light reranker."""
     memory_candidates: int = 20
     """Articles voted by similar training questions that join the pool (with a model folder)."""
+    classifier_candidates: int = 20
+    """The article classifier's best articles that join the pool (with a model folder that has one)."""
     prefilter_depth: int = 30
     """Hits per retriever of the law-filtered pass."""
     workers: int = 0
@@ -737,8 +739,9 @@ class AgentSettings:
             out.append("agents.max_rounds must be between 0 and 4")
         if not 1 <= self.prune_to <= self.rewrite_depth:
             out.append("agents need 1 <= prune_to <= rewrite_depth")
-        if self.memory_candidates < 0 or self.prefilter_depth < 1 or self.workers < 0:
-            out.append("agents.memory_candidates and agents.workers must be >= 0, agents.prefilter_depth >= 1")
+        if min(self.memory_candidates, self.classifier_candidates, self.workers) < 0 or self.prefilter_depth < 1:
+            out.append("agents.memory_candidates, agents.classifier_candidates and agents.workers must be >= 0, "
+                       "agents.prefilter_depth >= 1")
         if not 1 <= self.llm_rerank_candidates <= 20:
             out.append("agents.llm_rerank_candidates must be between 1 and 20")
         return out

@@ -6,6 +6,7 @@ A model folder holds::
     law_classifier.npz     question → law/section probabilities (service.agents.prefilter.LawClassifier)
     law_mixer.json         weights of classifier, retrieval and mention evidence (service.agents.law_evidence)
     memory.npz             training questions and their gold articles (service.rerank.priors.QuestionMemory)
+    article_classifier.npz question → score of each training article (service.rerank.article_classifier)
     prior.json             gold frequencies of articles (ArticlePrior)
     term_mapping.json.gz   question term → legal term table (terminology agent)
     adapter.npy            query-embedding adapter (terminology agent)
@@ -48,6 +49,7 @@ from service.analysis.chain import analyzer_for
 from service.analysis.language import detect_language
 from service.errors import ConfigError
 from service.gzjson import read_gzip_json, write_gzip_json
+from service.rerank.article_classifier import ArticleClassifier
 from service.rerank.citation_count import CitationCounter
 from service.rerank.cocitation import CoCitation
 from service.rerank.features import FEATURE_NAMES
@@ -66,6 +68,7 @@ _FILES = {
     "law_classifier": "law_classifier.npz",
     "law_mixer": "law_mixer.json",
     "memory": "memory.npz",
+    "article_classifier": "article_classifier.npz",
     "prior": "prior.json",
     "term_mapping": "term_mapping.json.gz",
     "adapter": "adapter.npy",
@@ -96,6 +99,7 @@ class TrainedModels:
     law_classifier: LawClassifier | None = None
     law_mixer: LawMixer | None = None
     memory: QuestionMemory | None = None
+    article_classifier: ArticleClassifier | None = None
     prior: ArticlePrior | None = None
     term_mapping: TermMapping | None = None
     adapter: QueryAdapter | None = None
@@ -169,7 +173,7 @@ class TrainedModels:
 
 
 def _write_component(name: str, component: Any, target: Path) -> None:
-    if name in ("law_classifier", "memory"):
+    if name in ("law_classifier", "memory", "article_classifier"):
         with open(target, "wb") as fh:
             np.savez_compressed(fh, **component.to_arrays())
     elif name == "adapter":
@@ -191,6 +195,9 @@ def _read_component(name: str, path: Path, feature_names: Sequence[str], compile
     if name == "memory":
         with np.load(path, allow_pickle=False) as arrays:
             return QuestionMemory.from_arrays(dict(arrays))
+    if name == "article_classifier":
+        with np.load(path, allow_pickle=False) as arrays:
+            return ArticleClassifier.from_arrays(dict(arrays))
     if name == "adapter":
         return QueryAdapter(np.load(path, allow_pickle=False).astype(np.float32))
     if name == "vocabulary":

@@ -3,7 +3,8 @@
 What is learned, all from the split's questions and their gold articles:
 
 1. the hybrid fusion weights (:func:`fit_fusion_weights`), the law/section classifier, the question
-   memory, the article prior, the term mapping and the query adapter (fast, closed-form or convex fits);
+   memory, the article classifier, the article prior, the term mapping and the query adapter (fast,
+   closed-form or convex fits);
 2. the planner policy: which agents bring gold articles the pool lacked, for which questions;
 3. the learned rerankers (LightGBM lambdarank, each the mean of :data:`RERANKER_MEMBERS` seeded
    boosters) over agentic pools and over hybrid pools;
@@ -78,6 +79,7 @@ from service.pipelines.build import Runtime
 from service.pipelines.hybrid import HybridPipeline
 from service.pipelines.issue_pool import RESERVES, balanced_order, issue_of
 from service.pipelines.resources import IndexResources
+from service.rerank.article_classifier import ArticleClassifier
 from service.rerank.citation_count import CitationCounter
 from service.rerank.cocitation import CoCitation
 from service.rerank.compiled import compile_models
@@ -177,7 +179,7 @@ def fit_fusion_weights(runtime: Runtime, data: TrainingData, index: str) -> Fusi
 
 def fit_parts(data: TrainingData, rows: Sequence[int], graph: CorpusGraph, vocabulary: Vocabulary | None,
               embedder: str) -> TrainedModels:
-    """The question-level parts (classifier, memory, prior, term mapping, adapter) fitted on ``rows``."""
+    """The question-level parts (classifiers, memory, prior, term mapping, adapter) fitted on ``rows``."""
     tokens = [data.tokens[i] for i in rows]
     vectors = data.vectors[list(rows)]
     golds = [data.golds[i] for i in rows]
@@ -187,6 +189,7 @@ def fit_parts(data: TrainingData, rows: Sequence[int], graph: CorpusGraph, vocab
     from service.rerank.priors import ArticlePrior, QuestionMemory
 
     memory = QuestionMemory.fit(tokens, vectors, golds)
+    article_classifier = ArticleClassifier.fit(tokens, golds)
     cocitation = CoCitation.fit(golds)
     prior = ArticlePrior.fit(golds, graph.law_of)
     answers = [set().union(*(data.gold_terms.get(d, set()) for d in g)) for g in golds]
@@ -200,8 +203,8 @@ def fit_parts(data: TrainingData, rows: Sequence[int], graph: CorpusGraph, vocab
             keep.append(j)
     adapter = QueryAdapter.fit(vectors[keep], np.asarray(targets)) if keep else None
     return TrainedModels(language=data.language, embedder=embedder, law_classifier=classifier, memory=memory,
-                         prior=prior, term_mapping=mapping, adapter=adapter, vocabulary=vocabulary,
-                         cocitation=cocitation)
+                         article_classifier=article_classifier, prior=prior, term_mapping=mapping, adapter=adapter,
+                         vocabulary=vocabulary, cocitation=cocitation)
 
 
 def folds_of(n: int, folds: int = FOLDS, seed: int = SEED) -> list[list[int]]:

@@ -64,9 +64,9 @@ def test_the_calibration_sample_is_spread_over_the_folds() -> None:
 def test_training_writes_every_component(trained) -> None:
     runtime, out, report, _ = trained
     manifest = json.loads((out / "manifest.json").read_text())
-    assert set(manifest["components"]) == {"law_classifier", "law_mixer", "memory", "prior", "term_mapping",
-                                           "adapter", "vocabulary", "planner", "cocitation", "citation_counter",
-                                           "reranker_agentic", "reranker_hybrid"}
+    assert set(manifest["components"]) == {"law_classifier", "law_mixer", "memory", "article_classifier", "prior",
+                                           "term_mapping", "adapter", "vocabulary", "planner", "cocitation",
+                                           "citation_counter", "reranker_agentic", "reranker_hybrid"}
     assert 1 <= report["cv"]["citation_count"]["fixed_k"] <= 10
     law = report["cv"]["law"]
     assert 0.0 <= law["mixed"]["top1"] <= law["mixed"]["top3"] <= 1.0 and len(law["weights"]) == 4
@@ -110,6 +110,19 @@ def test_training_keeps_its_reranker_pools_and_another_training_borrows_them(tra
                            lent.reranker_agentic.scores(rows, FEATURE_NAMES))
 
 
+def test_the_article_classifier_adds_its_best_articles_to_the_pool(trained) -> None:
+    runtime, out, report, _ = trained
+    classifier = load_models(out).article_classifier
+    assert classifier is not None and len(classifier) >= 2
+    for n in (20, 1, 0):
+        settings = runtime.settings.replace(index={"model_dir": str(out)}, agents={"classifier_candidates": n})
+        pipe = Runtime(settings, backend=runtime.backend, embedder=runtime.embedder).pipeline("agentic")
+        state = pipe.start(SearchRequest("用人单位辞退劳动者应该提前多久告知？", index=report["index"], k=10))
+        joined = [d for _, d in sorted((h.ranks["classifier"], h.doc_id) for h in state.pool.values()
+                                       if "classifier" in h.ranks)]
+        assert joined == classifier.top(state.terms, n)
+
+
 def test_pipelines_use_the_trained_models(trained) -> None:
     runtime, out, report, _ = trained
     settings = runtime.settings.replace(index={"model_dir": str(out)})
@@ -118,6 +131,7 @@ def test_pipelines_use_the_trained_models(trained) -> None:
     agentic = rt.pipeline("agentic").run(request)
     assert agentic.trace["reranker"]["name"] == "learned" and agentic.trace["models"]["path"] == str(out.resolve())
     assert agentic.trace["law_prediction"]["laws"] and agentic.trace["memory_candidates"] >= 1
+    assert agentic.trace["classifier_candidates"] >= 1
     assert set(agentic.trace["law_prediction"]["evidence"]) == {"named", "cited"}
     assert "17083" in [h.doc_id for h in agentic.hits]
     assert agentic.trace["fusion_weights"]["source"] == "model"

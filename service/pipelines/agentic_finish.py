@@ -99,7 +99,7 @@ class AgenticFinish:
             depth=max(int(state.request["k"]), self.settings.retrieval.depth),
             issues=[_issue_context(IssueEvidence.from_json(i)) for i in state.issues],
             cocitation={d: (v[0], v[1]) for d, v in state.cocitation.items()}, agents_ran=state.round >= 1,
-            similarities=self.similarities(state))
+            similarities=self.similarities(state), **_article_evidence(state, models))
 
     def similarities(self, state: AgenticState) -> dict[str, float]:
         """The question vector's kNN score with every pool candidate ({} without a vector)."""
@@ -153,9 +153,18 @@ def _trace(state: AgenticState, pipeline: str, reranker: Reranker, note: str, no
         "planner": state.trace.get("planner", []),
         "prefilter": state.trace.get("prefilter"),
         "memory_candidates": sum(1 for h in state.pool.values() if "memory" in h.ranks),
+        "classifier_candidates": sum(1 for h in state.pool.values() if "classifier" in h.ranks),
         "issues": state.trace.get("issues"),
         "cocitation_candidates": sum(1 for h in state.pool.values() if "cocitation" in h.ranks),
         "models": state.trace.get("models"),
         "fusion_weights": state.trace.get("fusion_weights"),
         "options": state.options.to_json(),
     }
+
+
+def _article_evidence(state: AgenticState, models: TrainedModels | None) -> dict[str, Any]:
+    """The article classifier's evidence on the pool, as :class:`FeatureContext` arguments."""
+    if models is None or models.article_classifier is None:
+        return {}
+    clf = models.article_classifier
+    return {"articles": clf.evidence(state.terms, list(state.pool)), "article_count": len(clf)}

@@ -63,7 +63,8 @@ class AgenticStart:
     """Builds the first :class:`AgenticState` of a search (see the module docstring).
 
     Args:
-        settings: ``retrieval.depth``, ``agents.memory_candidates``, ``agents.prefilter_depth``, ``llm``.
+        settings: ``retrieval.depth``, ``agents.memory_candidates``, ``agents.classifier_candidates``,
+            ``agents.prefilter_depth``, ``llm``.
         backend, retrieval, hybrid: the index, each index's query embedder and fusion weights, and the
             probe and fusion.
         llm: the LLM client (``None`` offline).
@@ -113,6 +114,7 @@ class AgenticStart:
             self._predict_laws(state, models, resources)
         with watch.stage("memory"):
             self._consult_memory(state, models, resources)
+            self._add_classified(state, models, resources)
             self._add_cited(state, resources)
         if options.prefilter:
             with watch.stage("prefilter"):
@@ -167,6 +169,14 @@ class AgenticStart:
         state.features["memory_top_sim"] = float(sims.max()) if len(sims) else 0.0
         candidates = [d for d, _ in kept[: self.settings.agents.memory_candidates]]
         add_ranked(state.pool, allowed(self.backend, state, candidates), "memory")
+
+    def _add_classified(self, state: AgenticState, models: TrainedModels | None, resources: IndexResources) -> None:
+        """The article classifier's best articles join the pool (ranks ``classifier``)."""
+        n = self.settings.agents.classifier_candidates
+        if models is None or models.article_classifier is None or n == 0:
+            return
+        best = [d for d in models.article_classifier.top(state.terms, 2 * n) if d in resources.graph][:n]
+        add_ranked(state.pool, allowed(self.backend, state, best), "classifier")
 
     def _add_cited(self, state: AgenticState, resources: IndexResources) -> None:
         """The articles the question cites (``Art. 725 Abs. 2 OR``) join the pool (ranks ``cited``)."""

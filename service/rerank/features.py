@@ -19,7 +19,9 @@ One row per candidate. The columns (:data:`FEATURE_NAMES`) come from:
   section pass, ``section``, for the whole question). A question with
   one issue gets the whole question's values, so single- and multi-issue pools share one scale;
 - co-citation (:mod:`service.rerank.cocitation`): how strongly the best candidates' training
-  companions call for the candidate (summed and strongest weight).
+  companions call for the candidate (summed and strongest weight);
+- the article classifier (:mod:`service.rerank.article_classifier`): its score of the candidate, the
+  score's z-value over all training articles, and its rank among them.
 
 Missing signals get fixed values outside the observed range (documented per column), so the
 trees can tell "not found" from "found low".
@@ -62,9 +64,14 @@ FEATURE_NAMES: tuple[str, ...] = (
     "article_position", "article_number_log", "law_size_log", "doc_length_log",
     "query_terms", "law_top_p", "memory_top_sim", "cited_in_question",
     *ISSUE_COLUMNS, "cocite_support", "cocite_max", "dense_sim", "dense_sim_z",
+    "article_score", "article_z", "article_rank_log",
 )
 """Column names, in order. Changing them invalidates trained rerankers (their manifest keeps the list)."""
 
+ARTICLE_SCORE_FLOOR = -3.0
+"""``article_score`` of a candidate that is no training article (the classifier's scores lie above -2)."""
+ARTICLE_Z_FLOOR = -10.0
+"""``article_z`` of a candidate that is no training article."""
 AGENT_Z_FLOOR = -4.0
 """The ``agent_<name>_z`` value of a candidate that agent's rewrites did not retrieve (or that did not run)."""
 TOP_LINKS = 10
@@ -100,6 +107,10 @@ class FeatureContext:
             a shortcut: a pool without agent evidence gets the same rows either way.
         similarities: the question vector's kNN score with every candidate's stored vector, also
             for the candidates the kNN list did not return (empty: unknown).
+        articles: the article classifier's (score, z-value, rank) of the candidates that are
+            training articles (:meth:`ArticleClassifier.evidence`).
+        article_count: how many articles the classifier knows (0: no classifier); a candidate it
+            does not know gets rank twice that.
     """
 
     graph: CorpusGraph | None = None
@@ -114,6 +125,8 @@ class FeatureContext:
     cocitation: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     agents_ran: bool | None = None
     similarities: Mapping[str, float] = field(default_factory=dict)
+    articles: Mapping[str, tuple[float, float, int]] = field(default_factory=dict)
+    article_count: int = 0
 
 
 def zscores_of(hits: Sequence[Hit], key: str) -> tuple[dict[str, float], float]:
@@ -251,6 +264,10 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext, *, rows: Sequence[Hi
     template[col["query_terms"]] = ctx.query_terms
     template[col["law_top_p"]] = law_top_p
     template[col["memory_top_sim"]] = ctx.memory_top_sim
+    template[col["article_score"]] = ARTICLE_SCORE_FLOOR
+    template[col["article_z"]] = ARTICLE_Z_FLOOR
+    template[col["article_rank_log"]] = log(2 * max(1, ctx.article_count))
+    articles = ctx.articles
     if not agents_ran:  # the agent columns of a pool no agent added to
         _agent_columns(template, Hit(doc_id="", score=0.0), missing_rank)
     matrix = []
@@ -318,6 +335,10 @@ def pool_features(hits: Sequence[Hit], ctx: FeatureContext, *, rows: Sequence[Hi
             row[col["dense_sim"]], row[col["dense_sim_z"]] = row[col["knn"]], row[col["knn_z"]]
         else:
             row[col["dense_sim"]], row[col["dense_sim_z"]] = sim, sim_z[d]
+        article = articles.get(d)
+        if article is not None:
+            row[col["article_score"]], row[col["article_z"]] = article[0], article[1]
+            row[col["article_rank_log"]] = log(article[2])
     return np.asarray(matrix, dtype=np.float32)
 
 

@@ -160,3 +160,14 @@ def test_without_similarities_the_dense_columns_repeat_the_knn_list() -> None:
     m = pool_features(_hits(), FeatureContext())
     assert np.array_equal(m[:, COL["dense_sim"]], m[:, COL["knn"]])
     assert np.array_equal(m[:, COL["dense_sim_z"]], m[:, COL["knn_z"]])
+
+
+def test_article_columns_carry_the_classifier_evidence_and_floors_for_unknown_articles() -> None:
+    ctx = FeatureContext(articles={"or-1": (0.4, 2.5, 1), "or-3": (-0.6, -0.2, 7)}, article_count=50)
+    matrix = pool_features(_hits(), ctx)
+    score, z, rank = COL["article_score"], COL["article_z"], COL["article_rank_log"]
+    assert matrix[0, score] == pytest.approx(0.4) and matrix[0, z] == pytest.approx(2.5) and matrix[0, rank] == 0.0
+    assert matrix[1, score] == pytest.approx(-0.6) and matrix[1, rank] == pytest.approx(math.log(7))
+    # zgb-1 is no training article: fixed values below every known one
+    assert matrix[2, score] < matrix[1, score] and matrix[2, z] < matrix[1, z]
+    assert matrix[2, rank] == pytest.approx(math.log(100))
