@@ -172,10 +172,12 @@ class AgenticStart:
 
     def _add_classified(self, state: AgenticState, models: TrainedModels | None, resources: IndexResources) -> None:
         """The article classifier's best articles join the pool (ranks ``classifier``)."""
-        n = self.settings.agents.classifier_candidates
-        if models is None or models.article_classifier is None or n == 0:
+        if models is None or models.article_classifier is None:
             return
-        best = [d for d in models.article_classifier.top(state.terms, 2 * n) if d in resources.graph][:n]
+        clf = models.article_classifier
+        state.article_scores = clf.scores(state.terms)  # the reranker's columns read them again
+        n = self.settings.agents.classifier_candidates
+        best = [d for d in clf.top(state.article_scores, 2 * n) if d in resources.graph][:n]
         add_ranked(state.pool, allowed(self.backend, state, best), "classifier")
 
     def _add_cited(self, state: AgenticState, resources: IndexResources) -> None:

@@ -183,6 +183,7 @@ class AgenticState:
     resources: Any = field(default=None, repr=False, compare=False)
     order: list[str] | None = field(default=None, repr=False, compare=False)
     term_weights: dict[str, float] | None = field(default=None, repr=False, compare=False)
+    article_scores: np.ndarray | None = field(default=None, repr=False, compare=False)
     """A long question's BM25 term weights ({} for a short question; None until computed)."""
 
     def search_request(self) -> SearchRequest:

@@ -14,7 +14,7 @@ the ranking measurably), so a folder stores a sparse matrix of a few megabytes.
 Example::
 
     clf = ArticleClassifier.fit([["kaution", "miet"], ["testament", "erb"]], [{"BGB-551"}, {"BGB-2247"}])
-    clf.top(["kaution"], 1)              # ['BGB-551']
+    clf.top(clf.scores(["kaution"]), 1)  # ['BGB-551']
 """
 
 from __future__ import annotations
@@ -92,15 +92,14 @@ class ArticleClassifier:
             out[w.indices[lo:hi]] += w.data[lo:hi] * val
         return out
 
-    def top(self, tokens: Sequence[str], n: int) -> list[str]:
-        """The ``n`` best-scoring articles, best first (ties by id)."""
-        order = np.argsort(-self.scores(tokens), kind="stable")[:n]  # articles are sorted: ties by id
+    def top(self, scores: np.ndarray, n: int) -> list[str]:
+        """The ``n`` best articles by ``scores`` (of :meth:`scores`), best first (ties by id)."""
+        order = np.argsort(-scores, kind="stable")[:n]  # articles are sorted: ties by id
         return [self.articles[j] for j in order]
 
-    def evidence(self, tokens: Sequence[str], ids: Sequence[str]) -> dict[str, tuple[float, float, int]]:
-        """For each of ``ids`` that is a training article: its score, the score's z-value over all
-        articles, and its rank among them (1 = best)."""
-        scores = self.scores(tokens)
+    def evidence(self, scores: np.ndarray, ids: Sequence[str]) -> dict[str, tuple[float, float, int]]:
+        """For each of ``ids`` that is a training article: its score in ``scores`` (of :meth:`scores`),
+        the score's z-value over all articles, and its rank among them (1 = best)."""
         z = (scores - scores.mean()) / (float(scores.std()) or 1.0)
         rank = np.empty(len(scores), dtype=np.int64)
         rank[np.argsort(-scores, kind="stable")] = np.arange(1, len(scores) + 1)
