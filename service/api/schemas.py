@@ -16,12 +16,13 @@ from __future__ import annotations
 from typing import Any
 
 from service.agents.base import REWRITING_AGENTS
+from service.analysis.chain import LANGUAGES as ANALYSED_LANGUAGES
 from service.apikeys import INDEX_NAME
 from service.config import Settings
 from service.corpus.model import FILTER_FIELDS, DocKind
 from service.plugins import RERANKERS
 
-LANGUAGES = ("", "de", "fr", "it", "en", "zh")
+LANGUAGES = ("", *ANALYSED_LANGUAGES)
 JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled", "expired")
 MAX_FILTER_VALUES = 50
 MAX_TEXT_CHARS = 200_000

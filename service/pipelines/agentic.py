@@ -53,7 +53,7 @@ from service.pipelines.base import Probe, RetrievalOf, SearchRequest, SearchResp
 from service.pipelines.candidates import fetch, links, member, pool_order
 from service.pipelines.hybrid import HybridPipeline
 from service.pipelines.issue_pool import interleave_answers
-from service.pipelines.resources import IndexResources
+from service.pipelines.resources import IndexResources, widen_law_filter
 from service.rerank.base import RerankerParts
 from service.rerank.features import FeatureContext, pool_features
 from service.rerank.learned import LearnedReranker
@@ -138,7 +138,7 @@ class AgenticPipeline:
             InvalidInput: for a bad request or bad options.
             LexsearchError: from the engine, or for an unreadable model folder.
         """
-        request = request.validated(self.settings.retrieval.max_query_chars)
+        request = widen_law_filter(self.backend, request.validated(self.settings.retrieval.max_query_chars))
         options = AgenticOptions.parse(request.options, self.default_options())
         if not self.rounds:
             options = replace(options, agents=(), max_rounds=0, prefilter=False, hyde=False)

@@ -12,6 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from service.analysis.chain import LANGUAGES
 from service.config import parse_flag
 from service.corpus.model import Filters, Hit, Query
 from service.embeddings.base import Embedder
@@ -56,6 +57,13 @@ class SearchRequest:
             raise InvalidInput(f"k must be between 1 and {MAX_K}, got {self.k}")
         if not self.index:
             raise InvalidInput("no index given")
+        if self.lang and self.lang not in LANGUAGES:
+            raise InvalidInput(f"unknown question language {self.lang!r}; use one of {', '.join(LANGUAGES)}, "
+                               "or leave it out to have it detected", code="invalid_request")
+        unknown = [v for v in dict(self.filters.terms).get("lang", ()) if v not in LANGUAGES] if self.filters else []
+        if unknown:
+            raise InvalidInput(f"unknown language {unknown[0]!r} in the lang filter; documents are in one of "
+                               f"{', '.join(LANGUAGES)}", code="invalid_filter")
         return self
 
 

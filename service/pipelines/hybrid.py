@@ -22,6 +22,7 @@ from service.corpus.views import section_key
 from service.embeddings.base import Embedder
 from service.errors import ConfigError
 from service.pipelines.base import IndexRetrieval, Probe, RetrievalOf, SearchRequest, SearchResponse
+from service.pipelines.resources import widen_law_filter
 from service.retrieval.feedback import feedback_vector
 from service.retrieval.long_query import LongQuery, bm25_idf, read_long_query
 from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights, fuse
@@ -199,7 +200,7 @@ class HybridPipeline:
         return self.fuse(Probe(bm25, knn, None, weights, sections=sections))[:k]
 
     def run(self, request: SearchRequest) -> SearchResponse:
-        request = request.validated(self.settings.max_query_chars)
+        request = widen_law_filter(self.backend, request.validated(self.settings.max_query_chars))
         watch = Stopwatch()
         depth = max(request.k, self.settings.depth)
         if self.native is not None and self.long_query(request.query) is None:
@@ -213,7 +214,8 @@ class HybridPipeline:
 
     def run_with_probe(self, request: SearchRequest, probe: Probe) -> SearchResponse:
         """The fusion of ``probe``, without retrieving again (routing tier 0)."""
-        return self._answer(request.validated(self.settings.max_query_chars), probe, Stopwatch())
+        return self._answer(widen_law_filter(self.backend, request.validated(self.settings.max_query_chars)),
+                            probe, Stopwatch())
 
     def _answer(self, request: SearchRequest, probe: Probe, watch: Stopwatch) -> SearchResponse:
         with watch.stage("fuse"):

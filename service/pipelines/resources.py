@@ -1,5 +1,5 @@
-"""Per-index resources of the agentic pipelines, built once per process: the corpus graph and the
-vocabulary check.
+"""Per-index resources of the pipelines, built once per process: the corpus graph, the vocabulary
+check and the law names (every name of each act, for law filters).
 
 The graph comes from a scan of the index (about 3 s for STARD), so every corpus gets citation
 expansion and article features without training. The vocabulary is the trained one when a model
@@ -9,31 +9,36 @@ Example::
 
     resources = IndexResources.get(backend, "stard", models)
     resources.graph.neighbours("13498"), resources.vocabulary.known("押金")
+    request = widen_law_filter(backend, request)   # law=OR also searches the French and Italian versions
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 
 from service.agents.vocabulary import ProbeVocabulary, VocabularyCheck
 from service.backends.base import SearchBackend
 from service.corpus.graph import CorpusGraph
+from service.corpus.law_names import LawNames
+from service.corpus.model import LegalDoc
 from service.models import TrainedModels
+from service.pipelines.base import SearchRequest
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class IndexResources:
-    """The corpus graph, the vocabulary check and the languages of one index."""
+    """The corpus graph, the vocabulary check, the languages and the law names of one index."""
 
     graph: CorpusGraph
     vocabulary: VocabularyCheck
     languages: tuple[str, ...]
     documents: int
+    law_names: LawNames
 
     @staticmethod
     def get(backend: SearchBackend, index: str, models: TrainedModels | None) -> IndexResources:
@@ -45,18 +50,37 @@ class IndexResources:
             if cached is None or cached.documents != count:
                 # One node per work: the other versions of an article (its translations) are not
                 # articles of their own, and search names every hit by its work.
-                graph = CorpusGraph.build(doc for doc in backend.scan(index) if doc.work == doc.id)
+                names: list[tuple[str, str, str, str]] = []
+                graph = CorpusGraph.build(doc for doc in _noting_laws(backend.scan(index), names)
+                                          if doc.work == doc.id)
                 try:
                     languages: Sequence[str] = backend.stats(index).languages
                 except Exception:  # stats are a nicety; language detection then considers every language
                     log.debug("no stats for %s", index, exc_info=True)
                     languages = ()
                 vocabulary = ProbeVocabulary(lambda weights: backend.bm25_terms(index, weights, k=1))
-                cached = IndexResources(graph, vocabulary, tuple(languages), count)
+                cached = IndexResources(graph, vocabulary, tuple(languages), count, LawNames.from_rows(names))
                 _CACHE[key] = cached
         if models is not None and models.vocabulary is not None:
-            return IndexResources(cached.graph, models.vocabulary, cached.languages, cached.documents)
+            return replace(cached, vocabulary=models.vocabulary)
         return cached
+
+
+def widen_law_filter(backend: SearchBackend, request: SearchRequest) -> SearchRequest:
+    """``request`` with a law filter widened to every name of the acts it names (``law=OR`` also
+    matches the French and Italian versions, named ``CO``); unchanged without a law filter. The first
+    such request of a process on an index builds its resources (one scan)."""
+    if request.filters is None or not any(name == "law" for name, _ in request.filters.terms):
+        return request
+    names = IndexResources.get(backend, request.index, None).law_names
+    return replace(request, filters=names.widen(request.filters))
+
+
+def _noting_laws(docs: Iterator[LegalDoc], names: list[tuple[str, str, str, str]]) -> Iterator[LegalDoc]:
+    """``docs``, noting each one's law, language, work and id in ``names`` on the way."""
+    for doc in docs:
+        names.append((doc.law, doc.lang, doc.work, doc.id))
+        yield doc
 
 
 _LOCK = threading.Lock()

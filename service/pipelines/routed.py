@@ -53,6 +53,7 @@ from service.pipelines.base import (
     option_int,
 )
 from service.pipelines.hybrid import HybridPipeline
+from service.pipelines.resources import widen_law_filter
 from service.retrieval.cut import CutResult, cliff_cut, fixed_cut
 from service.routing.router import ComplexityEstimator, ComplexityReport, LawCounter, Router, RoutingParams, Strategy
 from service.tracing import Stopwatch
@@ -238,7 +239,7 @@ class RoutedPipeline:
             InvalidInput: for a bad request or bad routing options.
             LexsearchError: from the engine or a strategy pipeline.
         """
-        request = request.validated(self.settings.retrieval.max_query_chars)
+        request = widen_law_filter(self.backend, request.validated(self.settings.retrieval.max_query_chars))
         options = RoutedOptions.parse(request.options, len(self.router.strategies))
         watch = Stopwatch()
         params = self.params(request.index)

@@ -300,6 +300,26 @@ class WorkConformance:
         assert french and french[0].doc_id == "OR-art257e-de"
         self._assert_one_hit_per_work(french, trilingual_docs, "bm25")
 
+    @pytest.mark.parametrize("pipeline", ["bm25", "hybrid", "agentic"])
+    def test_a_law_filter_means_the_act_in_every_language(self, works_index, trilingual_docs, use_embedder,
+                                                          pipeline: str) -> None:
+        from service.config import load_settings
+        from service.pipelines.base import SearchRequest
+        from service.pipelines.build import Runtime
+
+        backend, name = works_index
+        runtime = Runtime(load_settings(environ={}), backend=backend, embedder=use_embedder)
+        law_of_work = {d.id: d.law for d in trilingual_docs if d.work == d.id}
+        question = "sûretés locataire compte d’épargne"
+        for law in ("OR", "CO"):  # the German name finds the French version, and the French name the work
+            hits = runtime.pipeline(pipeline).run(SearchRequest(
+                query=question, index=name, k=5, lang="fr", filters=Filters.of(law=law))).hits
+            assert hits and hits[0].doc_id == "OR-art257e-de", (pipeline, law, [h.doc_id for h in hits])
+            assert {law_of_work[h.doc_id] for h in hits} == {"OR"}
+        hits = runtime.pipeline(pipeline).run(SearchRequest(
+            query=question, index=name, k=5, lang="fr", filters=Filters.of(law="CC"))).hits
+        assert {law_of_work[h.doc_id] for h in hits} <= {"ZGB"}
+
     def test_fetch_returns_the_work_with_its_versions(self, works_index) -> None:
         backend, name = works_index
         doc = backend.fetch(name, ["OR-art257e-de"])["OR-art257e-de"]

@@ -69,6 +69,8 @@ def test_filter_restricts_results(cli, indexed) -> None:
     (["search", "Kaution", "--filter", "date_from=yesterday"], "date_from must be an ISO date"),
     (["search", "Kaution", "--pipeline", "magic"], "unknown pipeline 'magic'"),
     (["search", "Kaution", "--top", "0"], "k must be between"),
+    (["search", "Kaution", "--lang", "zz"], "unknown question language 'zz'; use one of de, fr, it, en, zh"),
+    (["search", "Kaution", "--filter", "lang=de,xx"], "unknown language 'xx' in the lang filter"),
 ])
 def test_bad_search_input_is_a_clear_error(cli, indexed, argv, message) -> None:
     code, _, err = cli(*argv, "--index", indexed)
