@@ -68,9 +68,13 @@ class IndexResources:
 
 def widen_law_filter(backend: SearchBackend, request: SearchRequest) -> SearchRequest:
     """``request`` with a law filter widened to every name of the acts it names (``law=OR`` also
-    matches the French and Italian versions, named ``CO``); unchanged without a law filter. The first
-    such request of a process on an index builds its resources (one scan)."""
+    matches the French and Italian versions, named ``CO``); unchanged without a law filter, or on an
+    index whose articles have no versions in other languages (no ``max_versions`` in its metadata, as
+    for attached indices). The first such request of a process on an index builds its resources (one
+    scan)."""
     if request.filters is None or not any(name == "law" for name, _ in request.filters.terms):
+        return request
+    if int(backend.metadata(request.index).get("max_versions") or 1) <= 1:
         return request
     names = IndexResources.get(backend, request.index, None).law_names
     return replace(request, filters=names.widen(request.filters))

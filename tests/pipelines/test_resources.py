@@ -6,9 +6,12 @@ import pytest
 
 from service.agents.vocabulary import ProbeVocabulary, Vocabulary
 from service.backends.embedded import EmbeddedBackend
+from service.corpus.model import Filters
 from service.indexing import index_documents
 from service.models import TrainedModels
-from service.pipelines.resources import IndexResources
+from service.pipelines import resources
+from service.pipelines.base import SearchRequest
+from service.pipelines.resources import IndexResources, widen_law_filter
 
 pytestmark = pytest.mark.unit
 
@@ -24,3 +27,17 @@ def test_graph_is_cached_and_rebuilt_when_the_index_changes(tmp_path, mini_docs,
     assert with_vocab.graph is first.graph and isinstance(with_vocab.vocabulary, Vocabulary)
     assert index_documents(backend, use_embedder, "r", mini_docs[10:12], language="").ok
     assert len(IndexResources.get(backend, "r", None).graph) == 12
+
+
+def test_a_law_filter_on_an_index_without_versions_reads_nothing(tmp_path, mini_docs, use_embedder) -> None:
+    backend = EmbeddedBackend(tmp_path)
+    assert index_documents(backend, use_embedder, "single", mini_docs[:10], language="").ok
+    request = SearchRequest(query="Kaution", index="single", filters=Filters.of(law="ZGB"))
+    assert widen_law_filter(backend, request) is request
+    assert (id(backend), "single") not in resources._CACHE  # no scan for names that cannot differ
+
+
+def test_a_law_filter_on_a_trilingual_index_names_the_act_in_every_language(trilingual_embedded) -> None:
+    backend, name = trilingual_embedded
+    request = SearchRequest(query="sûretés", index=name, filters=Filters.of(law="OR", lang="fr"))
+    assert widen_law_filter(backend, request).filters == Filters.of(law=["CO", "OR"], lang="fr")
