@@ -8,9 +8,9 @@ acts they name.
 
 An act is identified by the law of its works' first versions (the first corpus language). A name is
 added only when every document under that name belongs to the acts asked for, so that a name two
-different acts share in different languages never lets the other act in (on the Swiss federal
-statutes, 3 of 472 names are shared by two acts; a filter on another name of such an act keeps only
-its versions whose names are its own).
+acts share never lets the other act in (on the Swiss federal statutes, 3 of 472 names are shared by
+two acts, e.g. the Italian ``LTC``; a filter on another name of such an act keeps only its versions
+whose names are its own).
 
 Example::
 

@@ -214,8 +214,7 @@ class HybridPipeline:
 
     def run_with_probe(self, request: SearchRequest, probe: Probe) -> SearchResponse:
         """The fusion of ``probe``, without retrieving again (routing tier 0)."""
-        return self._answer(widen_law_filter(self.backend, request.validated(self.settings.max_query_chars)),
-                            probe, Stopwatch())
+        return self._answer(request.validated(self.settings.max_query_chars), probe, Stopwatch())
 
     def _answer(self, request: SearchRequest, probe: Probe, watch: Stopwatch) -> SearchResponse:
         with watch.stage("fuse"):
