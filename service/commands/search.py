@@ -54,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
         print()
         return 0
     if not body["hits"]:
-        print("no results")
+        print("no results" + (f" within the filters {' '.join(args.filter)} (values match exactly, e.g. law=OR)"
+                               if args.filter else ""))
     tty = sys.stdout.isatty()
     mark = ("\033[1m", "\033[0m") if tty else ("«", "»")
     for hit in body["hits"]:

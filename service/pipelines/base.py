@@ -14,7 +14,7 @@ import numpy as np
 
 from service.analysis.chain import LANGUAGES
 from service.config import parse_flag
-from service.corpus.model import Filters, Hit, Query
+from service.corpus.model import DocKind, Filters, Hit, Query
 from service.embeddings.base import Embedder
 from service.errors import InvalidInput
 from service.retrieval.long_query import LongQuery
@@ -60,11 +60,17 @@ class SearchRequest:
         if self.lang and self.lang not in LANGUAGES:
             raise InvalidInput(f"unknown question language {self.lang!r}; use one of {', '.join(LANGUAGES)}, "
                                "or leave it out to have it detected", code="invalid_request")
-        unknown = [v for v in dict(self.filters.terms).get("lang", ()) if v not in LANGUAGES] if self.filters else []
-        if unknown:
-            raise InvalidInput(f"unknown language {unknown[0]!r} in the lang filter; documents are in one of "
-                               f"{', '.join(LANGUAGES)}", code="invalid_filter")
+        for name, values in self.filters.terms if self.filters else ():
+            allowed = CLOSED_FILTER_VALUES.get(name)
+            unknown = [v for v in values if allowed is not None and v not in allowed]
+            if unknown:
+                raise InvalidInput(f"unknown value {unknown[0]!r} in the {name} filter; use one of "
+                                   f"{', '.join(allowed or ())}", code="invalid_filter")
         return self
+
+
+CLOSED_FILTER_VALUES: dict[str, tuple[str, ...]] = {"lang": LANGUAGES, "kind": tuple(k.value for k in DocKind)}
+"""Filter fields whose values come from a fixed list (as the API's schema lists them)."""
 
 
 def too_long_message(chars: int, max_chars: int) -> str:

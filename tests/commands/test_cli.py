@@ -61,6 +61,12 @@ def test_filter_restricts_results(cli, indexed) -> None:
     assert ids and ids <= {"4A_32/2018", "6B_1/2019"}
 
 
+def test_no_results_within_filters_names_them(cli, indexed) -> None:
+    code, out, _ = cli("search", "Schaden ersetzen", "--index", indexed, "--filter", "law=NOPE")
+    assert code == 0
+    assert "no results within the filters law=NOPE" in out
+
+
 @pytest.mark.parametrize("argv, message", [
     (["search", "   "], "the query is empty"),
     (["search", "x " * 30_000], "the query has 60000 characters; the limit is 50000"),
@@ -70,7 +76,8 @@ def test_filter_restricts_results(cli, indexed) -> None:
     (["search", "Kaution", "--pipeline", "magic"], "unknown pipeline 'magic'"),
     (["search", "Kaution", "--top", "0"], "k must be between"),
     (["search", "Kaution", "--lang", "zz"], "unknown question language 'zz'; use one of de, fr, it, en, zh"),
-    (["search", "Kaution", "--filter", "lang=de,xx"], "unknown language 'xx' in the lang filter"),
+    (["search", "Kaution", "--filter", "lang=de,xx"], "unknown value 'xx' in the lang filter; use one of de, fr"),
+    (["search", "Kaution", "--filter", "kind=statue"], "unknown value 'statue' in the kind filter; use one of stat"),
 ])
 def test_bad_search_input_is_a_clear_error(cli, indexed, argv, message) -> None:
     code, _, err = cli(*argv, "--index", indexed)
