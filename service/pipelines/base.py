@@ -61,11 +61,11 @@ class SearchRequest:
             raise InvalidInput(f"unknown question language {self.lang!r}; use one of {', '.join(LANGUAGES)}, "
                                "or leave it out to have it detected", code="invalid_request")
         for name, values in self.filters.terms if self.filters else ():
-            allowed = CLOSED_FILTER_VALUES.get(name)
-            unknown = [v for v in values if allowed is not None and v not in allowed]
+            allowed = CLOSED_FILTER_VALUES.get(name, ())
+            unknown = [v for v in values if v not in allowed] if allowed else []
             if unknown:
                 raise InvalidInput(f"unknown value {unknown[0]!r} in the {name} filter; use one of "
-                                   f"{', '.join(allowed or ())}", code="invalid_filter")
+                                   f"{', '.join(allowed)}", code="invalid_filter")
         return self
 
 
