@@ -167,6 +167,4 @@ def _article_evidence(state: AgenticState, models: TrainedModels | None) -> dict
     if models is None or models.article_classifier is None:
         return {}
     clf = models.article_classifier
-    if state.article_scores is None:  # a state restored from JSON
-        state.article_scores = clf.scores(state.terms)
-    return {"articles": clf.evidence(state.article_scores, list(state.pool)), "article_count": len(clf)}
+    return {"articles": clf.evidence(state.scores_of(clf), list(state.pool)), "article_count": len(clf)}

@@ -175,9 +175,8 @@ class AgenticStart:
         if models is None or models.article_classifier is None:
             return
         clf = models.article_classifier
-        state.article_scores = clf.scores(state.terms)  # the reranker's columns read them again
         n = self.settings.agents.classifier_candidates
-        best = [d for d in clf.top(state.article_scores, 2 * n) if d in resources.graph][:n]
+        best = [d for d in clf.top(state.scores_of(clf), 2 * n) if d in resources.graph][:n]
         add_ranked(state.pool, allowed(self.backend, state, best), "classifier")
 
     def _add_cited(self, state: AgenticState, resources: IndexResources) -> None:

@@ -25,6 +25,7 @@ from service.errors import InvalidInput
 from service.llm.budget import CallBudget
 from service.pipelines.base import SearchRequest, option_flag, option_int
 from service.plugins import RERANKERS
+from service.rerank.article_classifier import ArticleClassifier
 from service.rerank.priors import MemoryVote
 
 # ----- options ---------------------------------------------------------------------------------
@@ -183,8 +184,16 @@ class AgenticState:
     resources: Any = field(default=None, repr=False, compare=False)
     order: list[str] | None = field(default=None, repr=False, compare=False)
     term_weights: dict[str, float] | None = field(default=None, repr=False, compare=False)
-    article_scores: np.ndarray | None = field(default=None, repr=False, compare=False)
     """A long question's BM25 term weights ({} for a short question; None until computed)."""
+    article_scores: np.ndarray | None = field(default=None, repr=False, compare=False)
+    """The article classifier's score of every training article (see :meth:`scores_of`)."""
+
+    def scores_of(self, classifier: ArticleClassifier) -> np.ndarray:
+        """The article classifier's scores for this question, computed once per search (and again for a
+        state restored from JSON, which does not carry them)."""
+        if self.article_scores is None:
+            self.article_scores = classifier.scores(self.terms)
+        return self.article_scores
 
     def search_request(self) -> SearchRequest:
         r = self.request
