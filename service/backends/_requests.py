@@ -463,6 +463,18 @@ def ids_body(ids: Sequence[str], fields: FieldMap, *, excludes: Sequence[str] = 
     return body
 
 
+LAW_NAMES_PAGE = 1000
+"""Law names read per request by :func:`law_names_body`'s composite aggregation."""
+
+
+def law_names_body(law_field: str, after: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One page of the distinct values of ``law_field`` (a composite aggregation, resumed ``after``)."""
+    composite: dict[str, Any] = {"size": LAW_NAMES_PAGE, "sources": [{"law": {"terms": {"field": law_field}}}]}
+    if after:
+        composite["after"] = dict(after)
+    return {"size": 0, "aggs": {"laws": {"composite": composite}}}
+
+
 def stats_body(fields: FieldMap) -> dict[str, Any]:
     """Aggregations for :meth:`stats`: the languages present and the number of distinct laws."""
     aggs: dict[str, Any] = {}

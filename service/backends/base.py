@@ -138,6 +138,9 @@ class SearchBackend(Protocol):
     def stats(self, name: str) -> IndexStats:
         """Facts about the index (documents, dimension, embedder, languages)."""
 
+    def law_names(self, name: str) -> tuple[str, ...]:
+        """The distinct law names of the index's documents, sorted (``()`` where no law field is mapped)."""
+
     def exists(self, name: str) -> bool:
         """Whether the index exists."""
 

@@ -98,6 +98,12 @@ class _FilterColumns:
             vocab = self.vocab[f]
             self.codes[f][iid] = vocab.setdefault(values.get(f, ""), len(vocab))
 
+    def values_of(self, name: str) -> tuple[str, ...]:
+        """The distinct non-empty values of column ``name`` among the live documents, sorted."""
+        live = np.unique(self.codes[name][: self.size][self.live[: self.size]])
+        names = {code: value for value, code in self.vocab[name].items()}
+        return tuple(sorted(names[int(c)] for c in live if c >= 0 and names.get(int(c))))
+
     def kill(self, iid: int) -> None:
         if iid < self.size:
             self.live[iid] = False
@@ -604,6 +610,10 @@ class EmbeddedIndex:
         searcher = self.snapshot().tantivy.searcher()
         return {t: int(searcher.doc_freq("body", t)) for t in terms}
 
+    def law_names(self) -> tuple[str, ...]:
+        """The law names of the live documents, sorted."""
+        return self.snapshot().columns.values_of("law")
+
     def stats(self) -> IndexStats:
         snap = self.snapshot()
         manifest = snap.manifest
@@ -955,6 +965,9 @@ class EmbeddedBackend:
 
     def stats(self, name: str) -> IndexStats:
         return self._existing(name).stats()
+
+    def law_names(self, name: str) -> tuple[str, ...]:
+        return self._existing(name).law_names()
 
     def manifest(self, name: str) -> dict[str, Any]:
         return self._existing(name).manifest

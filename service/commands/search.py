@@ -54,8 +54,9 @@ def run(args: argparse.Namespace) -> int:
         print()
         return 0
     if not body["hits"]:
-        print("no results" + (f" within the filters {' '.join(args.filter)} (values match exactly, e.g. law=OR)"
-                               if args.filter else ""))
+        within = (f" within the filters {' '.join(args.filter)} (law names ignore case; other values match"
+                  " exactly)") if args.filter else ""
+        print("no results" + within)
     tty = sys.stdout.isatty()
     mark = ("\033[1m", "\033[0m") if tty else ("«", "»")
     for hit in body["hits"]:

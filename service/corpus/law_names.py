@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from service.corpus.model import Filters, LegalDoc
@@ -92,3 +92,17 @@ class LawNames:
     def multilingual(self) -> bool:
         """Whether some act goes by more than one name (else widening never changes a filter)."""
         return any(acts != {name} for name, acts in self.acts.items())
+
+
+def known_law_names(values: Iterable[str], known: Collection[str]) -> tuple[str, ...]:
+    """``values`` with each one that is not a law name of ``known`` replaced by the one known name it
+    equals ignoring case (``or`` → ``OR``); values with no such name, or with several (``Or`` and
+    ``OR`` in one corpus), stay as they are. Order and duplicates are kept."""
+    by_case: dict[str, list[str]] = defaultdict(list)
+    for name in known:
+        by_case[name.casefold()].append(name)
+    out = []
+    for value in values:
+        matches = by_case.get(value.casefold(), [])
+        out.append(value if value in known or len(matches) != 1 else matches[0])
+    return tuple(out)

@@ -9,7 +9,7 @@ Example::
 
     resources = IndexResources.get(backend, "stard", models)
     resources.graph.neighbours("13498"), resources.vocabulary.known("押金")
-    request = widen_law_filter(backend, request)   # law=OR also searches the French and Italian versions
+    request = widen_law_filter(backend, request)   # law=or is OR, and also searches the French and Italian versions
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 from service.agents.vocabulary import ProbeVocabulary, VocabularyCheck
 from service.backends.base import SearchBackend
 from service.corpus.graph import CorpusGraph
-from service.corpus.law_names import LawNames
-from service.corpus.model import LegalDoc
+from service.corpus.law_names import LawNames, known_law_names
+from service.corpus.model import Filters, LegalDoc
 from service.models import TrainedModels
 from service.pipelines.base import SearchRequest
 
@@ -67,17 +67,37 @@ class IndexResources:
 
 
 def widen_law_filter(backend: SearchBackend, request: SearchRequest) -> SearchRequest:
-    """``request`` with a law filter widened to every name of the acts it names (``law=OR`` also
-    matches the French and Italian versions, named ``CO``); unchanged without a law filter, or on an
-    index whose articles have no versions in other languages (no ``max_versions`` in its metadata, as
-    for attached indices). The first such request of a process on an index builds its resources (one
-    scan)."""
+    """``request`` with its law filter meaning what a user means by it; unchanged without one.
+
+    - A value that is no law name of the index but equals exactly one ignoring case is that name
+      (``law=or`` → ``OR``).
+    - On an index whose articles have versions in other languages (``max_versions`` in its metadata;
+      not attached indices), the filter is widened to every name of the acts it names (``law=OR``
+      also matches the French and Italian versions, named ``CO``). The first such request of a
+      process on an index builds its resources (one scan).
+    """
     if request.filters is None or not any(name == "law" for name, _ in request.filters.terms):
         return request
+    filters = _known_law_names(backend, request.index, request.filters)
+    if filters is not request.filters:
+        request = replace(request, filters=filters)
     if int(backend.metadata(request.index).get("max_versions") or 1) <= 1:
         return request
     names = IndexResources.get(backend, request.index, None).law_names
     return replace(request, filters=names.widen(request.filters))
+
+
+def _known_law_names(backend: SearchBackend, index: str, filters: Filters) -> Filters:
+    """``filters`` with law values written in another case than the index's law names corrected
+    (``filters`` itself when none is). The index's names are read once per process, and again when a
+    value is not among them (it may be new)."""
+    key = (id(backend), index)
+    values = [v for name, vs in filters.terms if name == "law" for v in vs]
+    known = _LAW_NAMES.get(key)
+    if known is None or not all(v in known for v in values):
+        known = _LAW_NAMES[key] = frozenset(backend.law_names(index))
+    terms = tuple((name, known_law_names(vs, known) if name == "law" else vs) for name, vs in filters.terms)
+    return filters if terms == filters.terms else replace(filters, terms=terms)
 
 
 def _noting_laws(docs: Iterator[LegalDoc], names: list[tuple[str, str, str, str]]) -> Iterator[LegalDoc]:
@@ -89,3 +109,5 @@ def _noting_laws(docs: Iterator[LegalDoc], names: list[tuple[str, str, str, str]
 
 _LOCK = threading.Lock()
 _CACHE: dict[tuple[int, str], IndexResources] = {}
+_LAW_NAMES: dict[tuple[int, str], frozenset[str]] = {}
+"""The law names of each index (:func:`_known_law_names`)."""

@@ -156,6 +156,9 @@ def test_search_applies_filters(api: ApiServer, mini_key: str) -> None:
     body = post(api, "/v1/search", mini_key, {"query": QUERY, "pipeline": "hybrid", "k": 20,
                                               "filters": {"law": ["ZGB"]}}).json()
     assert body["hits"] and {h["law"] for h in body["hits"]} == {"ZGB"}
+    lower = post(api, "/v1/search", mini_key, {"query": QUERY, "pipeline": "hybrid", "k": 20,
+                                               "filters": {"law": ["zgb"]}}).json()
+    assert [h["doc_id"] for h in lower["hits"]] == [h["doc_id"] for h in body["hits"]]
 
 
 @pytest.mark.parametrize(("body", "code", "path"), [

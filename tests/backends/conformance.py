@@ -167,6 +167,32 @@ class BackendConformance:
         report = backend.write(name, [doc], vector[None, :])  # restore for the other tests
         assert report.indexed == 1 and backend.count(name) == len(docs)
 
+    def test_law_names_are_the_distinct_laws_of_the_live_documents(self, ctx) -> None:
+        backend, name, docs, embedder = ctx
+        assert backend.law_names(name) == tuple(sorted({d.law for d in docs if d.law}))
+        doc = next(d for d in docs if d.law == "StGB")  # the fixture's only StGB article
+        vector = embedder.embed_documents([embedding_text(doc)])[0]
+        assert backend.delete(name, [doc.id]) == 1
+        assert "StGB" not in backend.law_names(name)
+        backend.write(name, [doc], vector[None, :])  # restore for the other tests
+        assert "StGB" in backend.law_names(name)
+
+    def test_a_law_filter_in_another_case_means_the_law(self, ctx) -> None:
+        from service.config import load_settings
+        from service.pipelines.base import SearchRequest
+        from service.pipelines.build import Runtime
+
+        backend, name, _, embedder = ctx
+        runtime = Runtime(load_settings(environ={}), backend=backend, embedder=embedder)
+        question = "Mein Vermieter gibt die Kaution nicht zurück"
+
+        def ids(pipeline: str, law: str) -> list[str]:
+            request = SearchRequest(question, index=name, k=5, filters=Filters.of(law=law))
+            return [h.doc_id for h in runtime.pipeline(pipeline).run(request).hits]
+
+        for pipeline in ("bm25", "hybrid"):
+            assert ids(pipeline, "OR") and ids(pipeline, "or") == ids(pipeline, "OR"), pipeline
+
     def test_update_replaces_the_document(self, ctx) -> None:
         backend, name, docs, embedder = ctx
         doc = next(d for d in docs if d.id == "SR220_Art60_de")

@@ -61,6 +61,13 @@ def test_filter_restricts_results(cli, indexed) -> None:
     assert ids and ids <= {"4A_32/2018", "6B_1/2019"}
 
 
+def test_a_law_filter_ignores_case(cli, indexed) -> None:
+    code, out, _ = cli("search", "Schaden ersetzen", "--index", indexed, "--json", "--filter", "law=or")
+    assert code == 0
+    laws = {h["law"] for h in json.loads(out)["hits"]}
+    assert laws == {"OR"}
+
+
 def test_no_results_within_filters_names_them(cli, indexed) -> None:
     code, out, _ = cli("search", "Schaden ersetzen", "--index", indexed, "--filter", "law=NOPE")
     assert code == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.corpus.law_names import LawNames
+from service.corpus.law_names import LawNames, known_law_names
 from service.corpus.model import Filters
 
 pytestmark = pytest.mark.unit
@@ -58,3 +58,11 @@ def test_a_corpus_in_one_language_keeps_its_filters() -> None:
     assert not names.multilingual
     filters = Filters.of(law="OR")
     assert names.widen(filters) is filters
+
+
+def test_a_law_value_in_another_case_is_the_one_name_it_equals() -> None:
+    known = {"OR", "ZGB", "CO", "Or", "SchKG"}
+    assert known_law_names(["zgb", "schkg", "OR", "co"], known) == ("ZGB", "SchKG", "OR", "CO")
+    assert known_law_names(["or"], known) == ("or",)  # two names, OR and Or: left as asked
+    assert known_law_names(["nope", "Or"], known) == ("nope", "Or")
+    assert known_law_names([], known) == ()

@@ -31,9 +31,11 @@ def test_graph_is_cached_and_rebuilt_when_the_index_changes(tmp_path, mini_docs,
 
 def test_a_law_filter_on_an_index_without_versions_reads_nothing(tmp_path, mini_docs, use_embedder) -> None:
     backend = EmbeddedBackend(tmp_path)
-    assert index_documents(backend, use_embedder, "single", mini_docs[:10], language="").ok
+    assert index_documents(backend, use_embedder, "single", mini_docs, language="").ok
     request = SearchRequest(query="Kaution", index="single", filters=Filters.of(law="ZGB"))
     assert widen_law_filter(backend, request) is request
+    lower = SearchRequest(query="Kaution", index="single", filters=Filters.of(law=["zgb", "nope"]))
+    assert widen_law_filter(backend, lower).filters == Filters.of(law=["ZGB", "nope"])
     assert (id(backend), "single") not in resources._CACHE  # no scan for names that cannot differ
 
 

@@ -424,6 +424,23 @@ class EngineBackend:
         buckets = response["aggregations"]["df"]["buckets"]
         return {term: int(buckets[term]["doc_count"]) for term in terms if term in buckets}
 
+    def law_names(self, name: str) -> tuple[str, ...]:
+        """The distinct law names, read a page at a time (``()`` when the index maps no law field)."""
+        field = self.catalog.info(name).field_map.filter_field("law")
+        if not field:
+            return ()
+        names: list[str] = []
+        after = None
+        while True:
+            resp = self.client.call("read law names", self.api.search, name, req.law_names_body(field, after),
+                                    index=name)
+            agg = (resp.get("aggregations") or {}).get("laws") or {}
+            buckets = agg.get("buckets") or []
+            names.extend(str(b["key"]["law"]) for b in buckets if b["key"].get("law"))
+            after = agg.get("after_key")
+            if not buckets or not after:
+                return tuple(sorted(set(names)))
+
     def stats(self, name: str) -> IndexStats:
         """Documents, dimension, embedder, languages and distinct laws of the index."""
         info = self.catalog.info(name)
