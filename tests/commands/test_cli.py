@@ -72,6 +72,10 @@ def test_no_results_within_filters_names_them(cli, indexed) -> None:
     code, out, _ = cli("search", "Schaden ersetzen", "--index", indexed, "--filter", "law=NOPE")
     assert code == 0
     assert "no results within the filters law=NOPE" in out
+    assert "the index has no law 'NOPE'" in out
+    code, out, _ = cli("search", "Schaden ersetzen", "--index", indexed, "--filter", "law=ZGBB",
+                       "--filter", "kind=decision")
+    assert "the index has no law 'ZGBB'; close: ZGB" in out
 
 
 @pytest.mark.parametrize("argv, message", [
