@@ -1,4 +1,4 @@
-"""``/v1/indices``: the indices a key may use, and batch ingest as a job."""
+"""``/v1/indices``: the indices a key may use, an index's law names, and batch ingest as a job."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import Blueprint, Response, g, jsonify
 
-from service.api.auth import principal, require_ingest
+from service.api.auth import principal, require_index, require_ingest
 from service.api.body import json_body
 from service.api.context import request_id, service
 from service.api.jobs import accepted, checked_callback, enqueue
@@ -42,6 +42,17 @@ def list_indices() -> Response:
         except LexsearchError as exc:
             out.append({"name": name, "error": {"code": exc.code, "message": str(exc)}})
     return jsonify({"indices": out, "request_id": request_id()})
+
+
+@bp.get("/v1/indices/<name>/laws")
+def list_laws(name: str) -> Response:
+    """The law names of an index: the values its ``law`` filter takes (any case)."""
+    if not INDEX_NAME.match(name):
+        raise InvalidInput(f"invalid index name {name[:100]!r}: use letters, digits, '.', '_' and '-'",
+                           code="invalid_request")
+    require_index(name)
+    laws = service().runtime.backend.law_names(name)
+    return jsonify({"index": name, "laws": list(laws), "request_id": request_id()})
 
 
 def split_documents(raw: list[Any], components: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -85,6 +85,11 @@ def build_spec(components: dict[str, Any], *, search_pipeline: str, job_pipeline
             "summary": "The indices this key may use, with statistics",
             "responses": _responses({200: "IndexList"}, (503, *AUTHED)),
         }},
+        "/v1/indices/{name}/laws": {"get": {
+            "operationId": "listLaws", "tags": ["indices"], "security": secured, "parameters": [index],
+            "summary": "The index's law names, sorted: the values of the law filter",
+            "responses": _responses({200: "LawList"}, (400, 403, 404, 503, *AUTHED)),
+        }},
         "/v1/indices/{name}/documents": {"post": {
             "operationId": "ingestDocuments", "tags": ["indices"], "security": secured, "parameters": [index],
             "summary": "Add or replace documents, as a job (needs a key created with --ingest)",

@@ -197,6 +197,8 @@ def build_components(settings: Settings, *, pipelines: list[str], search_pipelin
             "request_id": {"type": "string"}, "reason": {"type": "string"}, "message": {"type": "string"}}),
         "Job": job_view,
         "IndexList": _object({"indices": {"type": "array", "items": {"type": "object"}}}, required=["indices"]),
+        "LawList": _object({"index": {"type": "string"}, "laws": {"type": "array", "items": {"type": "string"}},
+                            "request_id": {"type": "string"}}, required=["index", "laws"]),
         "Ready": _object({"ready": {"type": "boolean"}, "checks": {"type": "object"}}, required=["ready", "checks"]),
         "Health": _object({"status": {"type": "string"}}, required=["status"]),
         "Error": _object(required=["error"], properties={"error": error_fields}),

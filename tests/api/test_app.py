@@ -45,7 +45,7 @@ def test_openapi_document_and_docs_page(api: ApiServer) -> None:
     spec = requests.get(api.url + "/openapi.json", timeout=5).json()
     assert spec["openapi"].startswith("3.1")
     assert {"/v1/search", "/v1/jobs", "/v1/jobs/{job_id}", "/v1/indices", "/v1/indices/{name}/documents",
-            "/health", "/ready"} <= set(spec["paths"])
+            "/v1/indices/{name}/laws", "/health", "/ready"} <= set(spec["paths"])
     search = spec["components"]["schemas"]["SearchRequest"]
     assert search["additionalProperties"] is False and search["properties"]["k"]["maximum"] == 100
     assert set(search["properties"]["filters"]["properties"]) == set(FILTER_KEYS)
@@ -105,6 +105,20 @@ def test_the_rate_limit_answers_429_with_retry_after(api: ApiServer, keys: ApiKe
     assert [r.headers["X-RateLimit-Remaining"] for r in statuses[:3]] == ["2", "1", "0"]
     error = assert_error(statuses[3], 429, "rate_limited")
     assert int(statuses[3].headers["Retry-After"]) == 20 and error["retry_after_s"] > 19
+
+
+def test_law_names_of_an_index(api: ApiServer, keys: ApiKeyStore, mini_key: str, mini_docs) -> None:
+    def get(path: str, key: str) -> requests.Response:
+        return requests.get(api.url + path, headers={"Authorization": f"Bearer {key}"}, timeout=10)
+
+    body = get("/v1/indices/mini/laws", mini_key).json()
+    assert body["index"] == "mini" and body["laws"] == sorted({d.law for d in mini_docs if d.law})
+    assert "OR" in body["laws"] and body["request_id"]
+    _, other = keys.create(("other",), rate_per_min=100)
+    assert_error(get("/v1/indices/mini/laws", other), 403, "index_forbidden")
+    _, everything = keys.create(("*",), rate_per_min=100)
+    assert_error(get("/v1/indices/no-such-index/laws", everything), 404, "index_not_found")
+    assert_error(get("/v1/indices/bad%20name/laws", everything), 400, "invalid_request")
 
 
 def test_index_list_follows_the_scope(api: ApiServer, keys: ApiKeyStore, mini_key: str) -> None:

@@ -24,8 +24,8 @@ from tests.support.service import ApiServer
 pytestmark = pytest.mark.engine
 
 OPERATIONS = [("POST", "/v1/search"), ("POST", "/v1/jobs"), ("GET", "/v1/jobs/{job_id}"),
-              ("DELETE", "/v1/jobs/{job_id}"), ("GET", "/v1/indices"), ("POST", "/v1/indices/{name}/documents"),
-              ("GET", "/health"), ("GET", "/ready")]
+              ("DELETE", "/v1/jobs/{job_id}"), ("GET", "/v1/indices"), ("GET", "/v1/indices/{name}/laws"),
+              ("POST", "/v1/indices/{name}/documents"), ("GET", "/health"), ("GET", "/ready")]
 EXAMPLES = 40
 
 
