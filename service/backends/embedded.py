@@ -100,7 +100,8 @@ class _FilterColumns:
 
     def values_of(self, name: str) -> tuple[str, ...]:
         """The distinct non-empty values of column ``name`` among the live documents, sorted."""
-        live = np.unique(self.codes[name][: self.size][self.live[: self.size]])
+        n = self.size  # read once: a write may grow the arrays meanwhile
+        live = np.unique(self.codes[name][:n][self.live[:n]])
         names = {code: value for value, code in self.vocab[name].items()}
         return tuple(sorted(names[int(c)] for c in live if c >= 0 and names.get(int(c))))
 
