@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from service.commands.common import add_common_options, add_reranker_option, filters_from_args, settings_from_args
-from service.corpus.model import Filters
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
 from service.plugins import PIPELINES
@@ -60,8 +59,10 @@ def run(args: argparse.Namespace) -> int:
         within = (f" within the filters {' '.join(args.filter)} (law names ignore case; other values match"
                   " exactly)") if args.filter else ""
         print("no results" + within)
-        for hint in unknown_law_hints(runtime.backend.law_names(request.index), filters):
-            print(hint)
+        laws = [v for name, values in (filters.terms if filters else ()) if name == "law" for v in values]
+        if laws:  # the index's law names are read only when there is a law filter to explain
+            for hint in unknown_law_hints(runtime.backend.law_names(request.index), laws):
+                print(hint)
     tty = sys.stdout.isatty()
     mark = ("\033[1m", "\033[0m") if tty else ("«", "»")
     for hit in body["hits"]:
@@ -89,13 +90,13 @@ def _hit_lines(hit: dict[str, Any], *, cut: bool, mark: tuple[str, str]) -> str:
     return "\n".join(lines)
 
 
-def unknown_law_hints(known: Sequence[str], filters: Filters | None) -> list[str]:
-    """One line per law filter value that names no law of the index, with the closest names it has."""
+def unknown_law_hints(known: Sequence[str], laws: Sequence[str]) -> list[str]:
+    """One line per law filter value in ``laws`` that names no law of the index (``known``, ignoring
+    case), with the closest names it has."""
     by_case = {name.casefold() for name in known}
     hints = []
-    for field, values in filters.terms if filters else ():
-        for value in values if field == "law" else ():
-            if value.casefold() not in by_case:
-                close = difflib.get_close_matches(value, known, n=3, cutoff=0.6)
-                hints.append(f"the index has no law {value!r}" + (f"; close: {', '.join(close)}" if close else ""))
+    for value in laws:
+        if value.casefold() not in by_case:
+            close = difflib.get_close_matches(value, known, n=3, cutoff=0.6)
+            hints.append(f"the index has no law {value!r}" + (f"; close: {', '.join(close)}" if close else ""))
     return hints

@@ -94,8 +94,10 @@ def _known_law_names(backend: SearchBackend, index: str, filters: Filters) -> Fi
     key = (id(backend), index)
     values = [v for name, vs in filters.terms if name == "law" for v in vs]
     known = _LAW_NAMES.get(key)
-    if known is None or not all(v in known for v in values):
+    if known is None or not known.issuperset(values):
         known = _LAW_NAMES[key] = frozenset(backend.law_names(index))
+    if known.issuperset(values):
+        return filters  # every value is a law name: the usual case, nothing to correct
     terms = tuple((name, known_law_names(vs, known) if name == "law" else vs) for name, vs in filters.terms)
     return filters if terms == filters.terms else replace(filters, terms=terms)
 
