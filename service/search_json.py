@@ -25,7 +25,7 @@ from service.backends.base import SearchBackend
 from service.corpus.model import FILTER_FIELDS, Filters, Hit, LegalDoc, UnknownFilterField
 from service.embeddings.base import Embedder
 from service.errors import InvalidInput
-from service.pipelines.base import SearchRequest, SearchResponse
+from service.pipelines.base import SearchRequest, SearchResponse, tier_of
 from service.retrieval.pinpoint import pinpoint
 from service.retrieval.snippets import make_snippet
 
@@ -75,13 +75,6 @@ def request_to_json(request: SearchRequest) -> dict[str, Any]:
     if request.qid:
         out["qid"] = request.qid
     return out
-
-
-def tier_of(trace: dict[str, Any]) -> int | None:
-    """The routing tier recorded in a trace (``None`` for pipelines that do not route)."""
-    routing = trace.get("routing")
-    tier = routing.get("tier") if isinstance(routing, dict) else trace.get("tier")
-    return tier if isinstance(tier, int) else None
 
 
 def _snippet(doc: LegalDoc, query: str, lang: str) -> dict[str, Any]:

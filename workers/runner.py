@@ -193,11 +193,14 @@ class JobRunner:
             return "skipped"
         name = job.request["pipeline"]
         request = request_from_json(job.request["search"], default_index=self.ctx.settings.index.name)
-        pipeline = self.ctx.runtime.pipeline(name)
-        if isinstance(pipeline, StepwisePipeline) and self.ctx.settings.jobs.parallel_steps:
-            state = pipeline.start(request)
+        pipeline = self.ctx.runtime.search_pipeline(name)
+        stepwise = pipeline.inner
+        # A search of statutes and decisions runs whole: the two are searched one after the other.
+        if (isinstance(stepwise, StepwisePipeline) and self.ctx.settings.jobs.parallel_steps
+                and not pipeline.groups_to_balance(request)):
+            state = stepwise.start(request)
             self.store.save_state(job_id, 0, encode_state(state))
-            self._advance(job_id, 0, pipeline, state)
+            self._advance(job_id, 0, stepwise, state)
             self.ctx.settle_once()
             return "started"
         # A whole run holds one LLM slot unless its pipeline never asks an LLM (a coarse bound; the

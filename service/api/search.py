@@ -34,7 +34,7 @@ def search() -> Response:
     with timed("body"):
         body, request = search_body("SearchRequest")
     name = body.get("pipeline") or svc.search_pipeline
-    pipeline = svc.runtime.pipeline(name)
+    pipeline = svc.runtime.search_pipeline(name)
     budget = svc.settings.api.sync_budget_s
     started = time.perf_counter()
     began: list[float] = []

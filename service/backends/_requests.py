@@ -463,16 +463,17 @@ def ids_body(ids: Sequence[str], fields: FieldMap, *, excludes: Sequence[str] = 
     return body
 
 
-LAW_NAMES_PAGE = 1000
-"""Law names read per request by :func:`law_names_body`'s composite aggregation."""
+FIELD_VALUES_PAGE = 1000
+"""Distinct values read per request by :func:`field_values_body`'s composite aggregation."""
 
 
-def law_names_body(law_field: str, after: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """One page of the distinct values of ``law_field`` (a composite aggregation, resumed ``after``)."""
-    composite: dict[str, Any] = {"size": LAW_NAMES_PAGE, "sources": [{"law": {"terms": {"field": law_field}}}]}
+def field_values_body(field: str, after: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One page of the distinct values of keyword ``field`` (a composite aggregation named ``values``,
+    its source ``value``, resumed ``after``)."""
+    composite: dict[str, Any] = {"size": FIELD_VALUES_PAGE, "sources": [{"value": {"terms": {"field": field}}}]}
     if after:
         composite["after"] = dict(after)
-    return {"size": 0, "aggs": {"laws": {"composite": composite}}}
+    return {"size": 0, "aggs": {"values": {"composite": composite}}}
 
 
 def stats_body(fields: FieldMap) -> dict[str, Any]:

@@ -141,6 +141,10 @@ class SearchBackend(Protocol):
     def law_names(self, name: str) -> tuple[str, ...]:
         """The distinct law names of the index's documents, sorted (``()`` where no law field is mapped)."""
 
+    def kinds(self, name: str) -> tuple[str, ...]:
+        """The distinct document kinds of the index's documents (``"statute"``, ``"decision"``, ...), sorted
+        (``()`` where no kind field is mapped)."""
+
     def exists(self, name: str) -> bool:
         """Whether the index exists."""
 

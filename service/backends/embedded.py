@@ -615,6 +615,10 @@ class EmbeddedIndex:
         """The law names of the live documents, sorted."""
         return self.snapshot().columns.values_of("law")
 
+    def kinds(self) -> tuple[str, ...]:
+        """The document kinds of the live documents, sorted."""
+        return self.snapshot().columns.values_of("kind")
+
     def stats(self) -> IndexStats:
         snap = self.snapshot()
         manifest = snap.manifest
@@ -969,6 +973,9 @@ class EmbeddedBackend:
 
     def law_names(self, name: str) -> tuple[str, ...]:
         return self._existing(name).law_names()
+
+    def kinds(self, name: str) -> tuple[str, ...]:
+        return self._existing(name).kinds()
 
     def manifest(self, name: str) -> dict[str, Any]:
         return self._existing(name).manifest

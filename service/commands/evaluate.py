@@ -68,6 +68,14 @@ def parse_options(specs: list[str]) -> dict[str, object]:
     return options
 
 
+def kinds_of_gold(runtime: Runtime, index: str, qrels: dict[str, set[str]]) -> dict[str, str]:
+    """Gold id -> document kind, when the index holds several kinds (``{}`` otherwise: no per-kind scores)."""
+    if len(runtime.backend.kinds(index)) < 2:
+        return {}
+    gold = sorted({doc_id for ids in qrels.values() for doc_id in ids})
+    return {doc_id: doc.kind.value for doc_id, doc in runtime.backend.fetch(index, gold).items()}
+
+
 def run(args: argparse.Namespace) -> int:
     if args.k < 10:
         raise InvalidInput("--k must be at least 10 (Recall@10 and MRR@10 need ten results)")
@@ -94,12 +102,13 @@ def run(args: argparse.Namespace) -> int:
             options[flag] = True
     filters = filters_from_args(args.filter)
     runtime = Runtime(settings)
-    pipelines = [runtime.pipeline(n) for n in names]  # fail on an unknown name before building anything
+    pipelines = [runtime.search_pipeline(n) for n in names]  # fail on an unknown name before building anything
     models = load_models(settings.index.model_dir, compile_trees=settings.agents.compiled_trees)
     choices, skipped = parse_set_choices(args.sets, counter=models.citation_counter if models else None)
     if skipped:
         info(f"set choices {', '.join(skipped)} need a model folder with a citation counter (--model); left out")
     index = ensure_dataset_index(runtime, dataset)
+    gold_kinds = kinds_of_gold(runtime, index, qrels)
     params = RoutingParams.resolve(settings.routing, runtime.backend.metadata(index))
     choices = [CliffSet(params.cut_sigma, params.cut_min_k, params.cut_max_k, params.cut_depth)
                if c.name == "cliff" else c for c in choices]
@@ -109,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         runtime.forget_query_caches()  # each pipeline pays for its own query embeddings
         result, run_ = evaluate(pipeline, queries, qrels, index=index, k=args.k, filters=filters, options=options,
                                 max_query_chars=settings.retrieval.max_query_chars, progress=progress_enabled(),
-                                label=name, set_choices=choices)
+                                label=name, set_choices=choices, gold_kinds=gold_kinds)
         results.append(result)
         if args.runs:
             Path(args.runs).mkdir(parents=True, exist_ok=True)

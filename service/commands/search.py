@@ -31,6 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="restrict to law, kind, lang, court, division, chamber, case_type, citation, "
                         "date_from or date_to (repeatable)")
     p.add_argument("--lang", default="", help="the question's language (default: detect)")
+    p.add_argument("--one-ranking", action="store_true",
+                   help="rank an index of statutes and decisions as one corpus (default: each group on its own, "
+                        "the rankings merged)")
     add_reranker_option(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--explain", action="store_true", help="include the trace (timings, tiers, agents)")
@@ -42,8 +45,10 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     filters = filters_from_args(args.filter)
     runtime = Runtime(settings)
-    pipeline = runtime.pipeline(args.pipeline or DEFAULT_PIPELINE)
-    options = {"reranker": args.reranker} if args.reranker else {}
+    pipeline = runtime.search_pipeline(args.pipeline or DEFAULT_PIPELINE)
+    options: dict[str, Any] = {"reranker": args.reranker} if args.reranker else {}
+    if args.one_ranking:
+        options["one_ranking"] = True
     request = SearchRequest(query=args.query, index=settings.index.name, k=args.top, filters=filters,
                             lang=args.lang, explain=args.explain, options=options)
     started = time.perf_counter()

@@ -5,14 +5,16 @@ The JSON form of a result is a contract (``lexsearch eval --json``): one object 
 optional extra keys: ``set`` (the set a pipeline returned itself, e.g. routed's cut), ``sets`` (set
 precision, recall and F1 macro-averaged over questions, and the mean size, for every citation-set
 choice of :mod:`service.retrieval.sets`), ``cpu_ms`` (the process's CPU time per search), agent
-statistics, and ``by_language``: the same figures per question language when the questions are in
-several.
+statistics, ``by_language``: the same figures per question language when the questions are in
+several, and ``by_kind``: when the gold holds several document kinds (statutes and decisions), the
+same figures per kind, each scored against that kind's gold alone (questions without gold of the kind
+left out) on the one ranking.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,11 +118,13 @@ def evaluate(pipeline: Pipeline, queries: Sequence[Query], qrels: dict[str, set[
              k: int = 100, filters: Filters | None = None, options: dict[str, Any] | None = None,
              max_query_chars: int | None = None, progress: bool = False, label: str | None = None,
              on_response: Callable[[Query, SearchResponse], None] | None = None,
-             set_choices: Sequence[SetChoice] = ()) -> tuple[EvalResult, Run]:
+             set_choices: Sequence[SetChoice] = (),
+             gold_kinds: Mapping[str, str] | None = None) -> tuple[EvalResult, Run]:
     """Search every query, time each search end to end, and compute the metrics, overall and per
     question language (``extra["by_language"]``, when the questions are in more than one language).
 
     ``set_choices`` turn each ranking into an answer set; their set scores go to ``extra["sets"]``.
+    ``gold_kinds`` (gold id -> document kind) adds ``extra["by_kind"]`` when the gold holds several kinds.
 
     Raises:
         InvalidInput: before any search, when a question is longer than ``max_query_chars``
@@ -133,6 +137,8 @@ def evaluate(pipeline: Pipeline, queries: Sequence[Query], qrels: dict[str, set[
         check_query_lengths(queries, max_query_chars)
     run: Run = {}
     rows: list[QueryScore] = []
+    kind_rows: dict[str, list[QueryScore]] = {}
+    kinds = sorted(set((gold_kinds or {}).values()))
     name = label or pipeline.name
     for query in tqdm(queries, desc=f"eval {name}", unit="q", disable=not progress, leave=False):
         request = SearchRequest(query=query.text, index=index, k=max(k, 10), filters=filters, lang=query.lang,
@@ -141,22 +147,15 @@ def evaluate(pipeline: Pipeline, queries: Sequence[Query], qrels: dict[str, set[
         response = pipeline.run(request)
         latency = (time.perf_counter() - start) * 1000.0
         cpu_ms = (time.process_time() - cpu_start) * 1000.0
-        ranked = [h.doc_id for h in response.hits]
         run[query.qid] = [(h.doc_id, h.score) for h in response.hits]
         relevant = qrels.get(query.qid, set())
-        rows.append(QueryScore(
-            lang=query_language(query),
-            recall_10=metrics.recall_at(ranked, relevant, 10),
-            recall_100=metrics.recall_at(ranked, relevant, 100),
-            mrr_10=metrics.mrr_at(ranked, relevant, 10),
-            ndcg_10=metrics.ndcg_at(ranked, relevant, 10),
-            latency_ms=latency,
-            set_prf=(metrics.set_scores(ranked[: response.returned], relevant)
-                     if response.returned is not None else None),
-            qid=query.qid, cpu_ms=cpu_ms,
-            sets={c.name: (*metrics.set_scores(ranked[:size], relevant), size)
-                  for c in set_choices for size in (c.size(query.text, response.hits),)},
-        ))
+        lang = query_language(query)
+        rows.append(_score(query, response, relevant, lang, latency, cpu_ms, set_choices))
+        for kind in kinds if len(kinds) > 1 else ():
+            of_kind = {d for d in relevant if (gold_kinds or {}).get(d) == kind}
+            if of_kind:
+                kind_rows.setdefault(kind, []).append(
+                    _score(query, response, of_kind, lang, latency, cpu_ms, set_choices))
         if on_response is not None:
             on_response(query, response)
     overall = summarise(rows)
@@ -164,6 +163,8 @@ def evaluate(pipeline: Pipeline, queries: Sequence[Query], qrels: dict[str, set[
     languages = sorted({r.lang for r in rows})
     if len(languages) > 1:
         extra["by_language"] = {lang: summarise([r for r in rows if r.lang == lang]) for lang in languages}
+    if kind_rows:
+        extra["by_kind"] = {kind: summarise(kind_rows[kind]) for kind in sorted(kind_rows)}
     latencies = [r.latency_ms for r in rows]
     result = EvalResult(
         pipeline=name,
@@ -181,6 +182,25 @@ def evaluate(pipeline: Pipeline, queries: Sequence[Query], qrels: dict[str, set[
     return result, run
 
 
+def _score(query: Query, response: SearchResponse, relevant: set[str], lang: str, latency: float, cpu_ms: float,
+           set_choices: Sequence[SetChoice]) -> QueryScore:
+    """The scores of one ranking against ``relevant``."""
+    ranked = [h.doc_id for h in response.hits]
+    return QueryScore(
+        lang=lang,
+        recall_10=metrics.recall_at(ranked, relevant, 10),
+        recall_100=metrics.recall_at(ranked, relevant, 100),
+        mrr_10=metrics.mrr_at(ranked, relevant, 10),
+        ndcg_10=metrics.ndcg_at(ranked, relevant, 10),
+        latency_ms=latency,
+        set_prf=(metrics.set_scores(ranked[: response.returned], relevant)
+                 if response.returned is not None else None),
+        qid=query.qid, cpu_ms=cpu_ms,
+        sets={c.name: (*metrics.set_scores(ranked[:size], relevant), size)
+              for c in set_choices for size in (c.size(query.text, response.hits),)},
+    )
+
+
 def format_table(results: Sequence[EvalResult]) -> str:
     """A fixed-width comparison table of several results."""
     header = f"{'pipeline':<28} {'queries':>7} {'R@10':>7} {'R@100':>7} {'MRR@10':>7} {'nDCG@10':>8} " \
@@ -190,6 +210,8 @@ def format_table(results: Sequence[EvalResult]) -> str:
         lines.append(_row(r.pipeline, r.to_dict()))
         for lang, scores in r.extra.get("by_language", {}).items():
             lines.append(_row(f"  {lang or '?'}", scores))
+        for kind, scores in r.extra.get("by_kind", {}).items():
+            lines.append(_row(f"  {kind} gold", scores))
     choices = list(dict.fromkeys(name for r in results for name in r.extra.get("sets", {})))
     if choices:
         header = f"{'set F1 (mean size)':<28} " + " ".join(f"{name:>13}" for name in choices)

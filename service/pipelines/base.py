@@ -111,6 +111,13 @@ class SearchResponse:
         return self.hits if self.returned is None else self.hits[: self.returned]
 
 
+def tier_of(trace: dict[str, Any]) -> int | None:
+    """The routing tier recorded in a trace (``None`` for pipelines that do not route)."""
+    routing = trace.get("routing")
+    tier = routing.get("tier") if isinstance(routing, dict) else trace.get("tier")
+    return tier if isinstance(tier, int) else None
+
+
 @dataclass(frozen=True)
 class IndexRetrieval:
     """What searching one index takes besides the backend: the embedder the index was built with,

@@ -7,7 +7,7 @@ package decides which engine, embedder, model folder or LLM is in use.
 Example::
 
     runtime = Runtime(load_settings())
-    runtime.pipeline("hybrid").run(SearchRequest("deposit not returned", index="default"))
+    runtime.search_pipeline("hybrid").run(SearchRequest("deposit not returned", index="default"))
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from service.lazy import built_once
 from service.llm.client import LlmClient
 from service.models import TrainedModels, forget_recent_predictions, load_models, read_trained_fusion, stored_routing
 from service.pipelines.base import IndexRetrieval, Pipeline
+from service.pipelines.kinds import KindBalancedPipeline
 from service.pipelines.resources import IndexResources
 from service.plugins import BACKENDS, EMBEDDERS, PIPELINES
 from service.rerank.base import RerankerParts
@@ -115,6 +116,7 @@ class Runtime:
         self._agents: AgentFactory | None = None
         self._cross_encoder: CrossEncoderReranker | None = None
         self._pipelines: dict[str, Pipeline] = {}
+        self._search_pipelines: dict[str, KindBalancedPipeline] = {}
         self._lock = threading.RLock()
 
     @property
@@ -284,6 +286,22 @@ class Runtime:
             if pipe is None:
                 pipe = self._build_pipeline(name)
                 self._pipelines[name] = pipe
+            return pipe
+
+    def search_pipeline(self, name: str) -> KindBalancedPipeline:
+        """The pipeline called ``name`` as the entry points serve it: an index of several document kinds is
+        searched one kind at a time and the rankings merged (:mod:`service.pipelines.kinds`).
+        :meth:`pipeline` is the same pipeline without that step, for pipelines built of others and training.
+
+        Raises:
+            InvalidInput: for an unknown name (code ``unknown_pipeline``).
+        """
+        with self._lock:
+            pipe = self._search_pipelines.get(name)
+            if pipe is None:
+                pipe = KindBalancedPipeline(self.pipeline(name), self.backend,
+                                            enabled=self.settings.retrieval.balance_kinds)
+                self._search_pipelines[name] = pipe
             return pipe
 
     def _build_pipeline(self, name: str) -> Pipeline:

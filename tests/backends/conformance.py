@@ -177,6 +177,10 @@ class BackendConformance:
         backend.write(name, [doc], vector[None, :])  # restore for the other tests
         assert "StGB" in backend.law_names(name)
 
+    def test_kinds_are_the_distinct_kinds_of_the_live_documents(self, ctx) -> None:
+        backend, name, docs, _ = ctx
+        assert backend.kinds(name) == tuple(sorted({d.kind.value for d in docs}))  # read as the law names are
+
     def test_a_law_filter_in_another_case_means_the_law(self, ctx) -> None:
         from service.config import load_settings
         from service.pipelines.base import SearchRequest

@@ -87,7 +87,7 @@ def test_search_json_on_opensearch(env, opensearch_url, os_index) -> None:
                                   "--filter", "law=ZGB")
     assert code == 0, err
     hits = json.loads(out)["hits"]
-    assert hits and hits[0]["citation"] in ("Art. 469 ZGB", "5A_666/2012")
+    assert {"Art. 469 ZGB", "5A_666/2012"} <= {h["citation"] for h in hits}  # the statutes' and decisions' answers
     assert all(h["law"] == "ZGB" for h in hits)
 
 
@@ -201,7 +201,7 @@ def test_search_json_on_elasticsearch_with_basic_auth(env, elasticsearch_url, el
                                   "--json", "--top", "3", "--filter", "law=ZGB")
     assert code == 0, err
     hits = json.loads(out)["hits"]
-    assert hits and hits[0]["citation"] in ("Art. 469 ZGB", "5A_666/2012")
+    assert {"Art. 469 ZGB", "5A_666/2012"} <= {h["citation"] for h in hits}  # the statutes' and decisions' answers
     assert all(h["law"] == "ZGB" for h in hits)
 
 

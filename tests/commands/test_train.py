@@ -47,7 +47,7 @@ def test_routed_search_without_a_model_calibration_says_where_its_thresholds_cam
     index = str(Path(model_dir).parent / "indices" / json.loads((Path(model_dir) / "manifest.json").read_text())[
         "index"])
     code, out, _ = cli("search", "用人单位辞退员工未通知工会", "--index", index, "--model", model_dir, "--json",
-                       "--explain")
+                       "--explain", "--one-ranking")
     assert code == 0
     assert json.loads(out)["trace"]["routing"]["params"]["sources"]["thresholds"] in ("index", "settings")
 
@@ -71,7 +71,7 @@ def test_search_explains_agents_and_reranker(cli, model_dir) -> None:
     index = str(Path(model_dir).parent / "indices" / json.loads((Path(model_dir) / "manifest.json").read_text())[
         "index"])
     code, out, _ = cli("search", "用人单位辞退员工未通知工会", "--index", index, "--pipeline", "agentic",
-                       "--model", model_dir, "--json", "--explain", "--reranker", "learned")
+                       "--model", model_dir, "--json", "--explain", "--reranker", "learned", "--filter", "kind=statute")
     assert code == 0
     body = json.loads(out)
     assert body["hits"] and body["trace"]["reranker"]["name"] == "learned" and "rounds" in body["trace"]

@@ -54,3 +54,18 @@ def test_a_question_over_the_limit_stops_the_run_before_any_search() -> None:
     assert caught.value.code == "query_too_long" and pipeline.asked == []
     evaluate(pipeline, queries, {}, index="i", max_query_chars=150)
     assert pipeline.asked == [q.text for q in queries]  # searched whole
+
+
+def test_results_are_reported_per_kind_of_gold_when_the_gold_holds_several() -> None:
+    queries = [Query("theft by a servant", qid="a", lang="en"), Query("wrongful dismissal", qid="b", lang="en")]
+    pipeline = Answers({"a": ["C1", "S1", "S2"], "b": ["S3", "C2"]})
+    qrels = {"a": {"S2", "C1"}, "b": {"S3"}}
+    kinds = {"S2": "statute", "S3": "statute", "C1": "decision"}
+    result, _ = evaluate(pipeline, queries, qrels, index="i", gold_kinds=kinds)
+    by_kind = result.extra["by_kind"]
+    assert by_kind["statute"]["queries"] == 2
+    assert by_kind["statute"]["mrr@10"] == pytest.approx((1 / 3 + 1) / 2, abs=1e-4)
+    assert by_kind["decision"]["queries"] == 1 and by_kind["decision"]["mrr@10"] == 1.0  # b has no decision gold
+    assert result.recall_10 == 1.0 and "\n  statute gold " in format_table([result])
+    one_kind, _ = evaluate(pipeline, queries, qrels, index="i", gold_kinds={"S2": "statute", "S3": "statute"})
+    assert "by_kind" not in one_kind.extra

@@ -84,7 +84,8 @@ def test_a_job_answers_a_30000_character_question_whole(dep: Deployment) -> None
 
 def test_a_stepwise_job_runs_its_rounds_as_parallel_tasks(dep: Deployment, llm: OpenAITestServer) -> None:
     llm.max_in_flight = 0
-    job_id = dep.submit({"query": QUERY, "pipeline": "test-steps", "k": 5, "explain": True})
+    job_id = dep.submit({"query": QUERY, "pipeline": "test-steps", "k": 5, "explain": True,
+                         "options": {"one_ranking": True}})  # the mini index holds decisions too
     seen_running = dep.wait(job_id, until=lambda job: job["status"] == "running" and
                             job["progress"]["stage"].startswith("round"))
     assert set(seen_running["progress"]["agents"]) <= {"terminology", "conditions", "supportive", "repair",

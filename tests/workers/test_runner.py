@@ -62,9 +62,12 @@ def setup(redis_url: str, mini_embedded: tuple[EmbeddedBackend, str], use_embedd
     return runner, scheduler
 
 
-def search_job(runner: JobRunner, pipeline: str, **extra: Any) -> str:
-    request = {"search": {"query": QUERY, "index": "mini", "k": 5, "explain": True}, "pipeline": pipeline,
-               "status_url": "http://api/v1/jobs/x"}
+def search_job(runner: JobRunner, pipeline: str, *, one_ranking: bool = True, **extra: Any) -> str:
+    """A search job on the mini index. The index holds statutes and decisions, whose searches run whole
+    unless the job asks for one ranking (``one_ranking``), as these tests of the steps do by default."""
+    search = {"query": QUERY, "index": "mini", "k": 5, "explain": True,
+              "options": {"one_ranking": True} if one_ranking else {}}
+    request = {"search": search, "pipeline": pipeline, "status_url": "http://api/v1/jobs/x"}
     return runner.store.create(JobKind.SEARCH, request, **extra).id
 
 
@@ -192,6 +195,21 @@ def test_the_agentic_pipeline_gives_the_same_answer_step_by_step(setup: tuple[Jo
     assert scheduler.rounds, "the agentic pipeline planned at least one round"
     from service.pipelines.base import SearchRequest
 
-    direct = pipeline.run(SearchRequest(QUERY, index="mini", k=5))
+    direct = pipeline.run(SearchRequest(QUERY, index="mini", k=5, options={"one_ranking": True}))
     assert [h["doc_id"] for h in job.result["hits"]] == [h.doc_id for h in direct.hits]  # type: ignore[index]
     assert job.result["trace"]["rounds"] == len(scheduler.rounds)  # type: ignore[index]
+
+
+def test_a_search_of_statutes_and_decisions_runs_whole_and_merges_them(
+        setup: tuple[JobRunner, InlineScheduler]) -> None:
+    runner, scheduler = setup
+    job_id = search_job(runner, "agentic", one_ranking=False)
+    assert runner.run_search(job_id) == "succeeded"  # not "started": the two groups run one after the other
+    assert not scheduler.rounds
+    job = runner.store.get(job_id)
+    assert job is not None and job.status == JobStatus.SUCCEEDED, job.error
+    from service.pipelines.base import SearchRequest
+
+    direct = runner.ctx.runtime.search_pipeline("agentic").run(SearchRequest(QUERY, index="mini", k=5))
+    assert [h["doc_id"] for h in job.result["hits"]] == [h.doc_id for h in direct.hits]  # type: ignore[index]
+    assert set(job.result["trace"]["groups"]) == {"statutes", "decisions"}  # type: ignore[index]

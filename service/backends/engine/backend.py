@@ -426,20 +426,28 @@ class EngineBackend:
 
     def law_names(self, name: str) -> tuple[str, ...]:
         """The distinct law names, read a page at a time (``()`` when the index maps no law field)."""
-        field = self.catalog.info(name).field_map.filter_field("law")
+        return self._field_values(name, "law")
+
+    def kinds(self, name: str) -> tuple[str, ...]:
+        """The distinct document kinds (``()`` when the index maps no kind field)."""
+        return self._field_values(name, "kind")
+
+    def _field_values(self, name: str, filter_name: str) -> tuple[str, ...]:
+        """The distinct non-empty values of the filter field ``filter_name``, sorted, a page at a time."""
+        field = self.catalog.info(name).field_map.filter_field(filter_name)
         if not field:
             return ()
-        names: list[str] = []
+        values: list[str] = []
         after = None
         while True:
-            resp = self.client.call("read law names", self.api.search, name, req.law_names_body(field, after),
-                                    index=name)
-            agg = (resp.get("aggregations") or {}).get("laws") or {}
+            resp = self.client.call(f"read the {filter_name} values", self.api.search, name,
+                                    req.field_values_body(field, after), index=name)
+            agg = (resp.get("aggregations") or {}).get("values") or {}
             buckets = agg.get("buckets") or []
-            names.extend(str(b["key"]["law"]) for b in buckets if b["key"].get("law"))
+            values.extend(str(b["key"]["value"]) for b in buckets if b["key"].get("value"))
             after = agg.get("after_key")
             if not buckets or not after:
-                return tuple(sorted(set(names)))
+                return tuple(sorted(set(values)))
 
     def stats(self, name: str) -> IndexStats:
         """Documents, dimension, embedder, languages and distinct laws of the index."""

@@ -1,0 +1,183 @@
+"""Indices that hold statutes and court decisions: each of the two is searched as a corpus of its own
+and the rankings are merged.
+
+A decision runs to thousands of words and a statute to a few hundred, so one ranking over both is
+decided by length before it is decided by relevance: on the AILA 2019 corpus (197 statutes, 2,914
+Supreme Court decisions) BM25 and the hybrid put no statute into the first ten for any of the 10
+training questions, while a search of the statutes alone finds 14 % of their gold statutes there
+(docs/BENCHMARKS.md, "Statutes and decisions in one index").
+
+:class:`KindBalancedPipeline` wraps a pipeline. When the request's index holds statutes and decisions
+(leading or other: the two kinds of case law are one group) and the request does not filter on
+``kind``, it runs the pipeline once per group (its kinds as a filter) and merges the rankings by each
+hit's score standardised within its own group's ranking (z-score), so the first hits of each group
+compete on how far they stand out of their group, not on raw scores that differ in scale. Each group's
+answer set (the score-cliff cut, when its pipeline cuts) comes first; the merged answer set is their
+union. ``retrieval.balance_kinds = false`` or the request option ``one_ranking`` search the index as
+one corpus.
+
+Example::
+
+    pipe = runtime.search_pipeline("hybrid")      # a KindBalancedPipeline around runtime.pipeline("hybrid")
+    pipe.run(SearchRequest("theft by a public servant", index="aila"))   # statutes and decisions, merged
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import replace
+from typing import Any
+
+from service.backends.base import SearchBackend
+from service.corpus.model import DocKind, Filters, Hit
+from service.pipelines.base import Pipeline, SearchRequest, SearchResponse, option_flag, tier_of
+
+KINDS_TTL_S = 30.0
+"""How long a process trusts the kinds it read of an index (a write may add a kind)."""
+
+GROUPS: dict[str, tuple[str, ...]] = {
+    "statutes": (DocKind.STATUTE.value,),
+    "decisions": (DocKind.LEADING_DECISION.value, DocKind.DECISION.value),
+}
+"""The groups searched one by one, each with the kinds it holds."""
+
+STAGE = "kind_balance"
+"""The name of the merge in every hit's ``scores`` and ``ranks``."""
+
+_KINDS: dict[tuple[int, str], tuple[float, tuple[str, ...]]] = {}
+_KINDS_LOCK = threading.Lock()
+
+
+def index_kinds(backend: SearchBackend, index: str) -> tuple[str, ...]:
+    """The document kinds of ``index``, read at most once per :data:`KINDS_TTL_S` per backend."""
+    key = (id(backend), index)
+    now = time.monotonic()
+    with _KINDS_LOCK:
+        cached = _KINDS.get(key)
+    if cached is not None and now - cached[0] < KINDS_TTL_S:
+        return cached[1]
+    kinds = tuple(backend.kinds(index))
+    with _KINDS_LOCK:
+        _KINDS[key] = (now, kinds)
+    return kinds
+
+
+def groups_of(kinds: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """The groups of :data:`GROUPS` that some of ``kinds`` fall in, each with those of its kinds present."""
+    present = {name: tuple(k for k in members if k in kinds) for name, members in GROUPS.items()}
+    return {name: members for name, members in present.items() if members}
+
+
+def with_kinds(filters: Filters | None, kinds: tuple[str, ...]) -> Filters:
+    """``filters`` plus ``kind`` in ``kinds`` (the request has no kind restriction of its own)."""
+    base = filters or Filters()
+    return replace(base, terms=tuple(sorted((*base.terms, ("kind", kinds)))))
+
+
+def standardised(hits: list[Hit]) -> list[float]:
+    """Each hit's score as a z-score within ``hits`` (0 for all when there are fewer than two or no spread)."""
+    scores = [h.score for h in hits if math.isfinite(h.score)]
+    if len(scores) < 2:
+        return [0.0] * len(hits)
+    mean = sum(scores) / len(scores)
+    spread = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
+    if spread <= 0:
+        return [0.0] * len(hits)
+    return [(h.score - mean) / spread if math.isfinite(h.score) else -math.inf for h in hits]
+
+
+def merge_kinds(responses: dict[str, SearchResponse], k: int) -> tuple[list[Hit], int | None]:
+    """One ranking of at most ``k`` hits from each group's response, and the size of its answer set.
+
+    Every hit of a group's answer set (``response.answer``) ranks before every hit outside one; among
+    either, hits order by their score standardised within their group (:func:`standardised`), ties by
+    group name and rank; a document in both rankings keeps its first place. The answer set is ``None``
+    (no cut) unless some group's pipeline cut its ranking.
+    """
+    rows: list[tuple[bool, float, str, int, Hit]] = []
+    for kind, response in sorted(responses.items()):
+        answer = len(response.answer)
+        for rank, (hit, z) in enumerate(zip(response.hits, standardised(response.hits), strict=True)):
+            rows.append((rank >= answer, -z, kind, rank, hit))
+    rows.sort(key=lambda row: row[:4])
+    merged: list[Hit] = []
+    placed: set[str] = set()
+    answered = 0
+    for outside, negative_z, _, _, hit in rows:
+        if len(merged) == k:
+            break
+        if hit.doc_id in placed:  # a pipeline that let a document of the other group through
+            continue
+        placed.add(hit.doc_id)
+        answered += not outside
+        score = -negative_z
+        merged.append(replace(hit, score=score, scores={**hit.scores, STAGE: score},
+                              ranks={**hit.ranks, STAGE: len(merged) + 1}))
+    cut = any(r.returned is not None for r in responses.values())
+    return merged, (answered if cut else None)
+
+
+def merged_trace(name: str, responses: dict[str, SearchResponse]) -> dict[str, Any]:
+    """The trace of a merged search: each group's own trace under ``groups``, the stage timings summed,
+    the highest routing tier and the LLM calls added up, where the groups' traces have them."""
+    timings: dict[str, float] = {}
+    for response in responses.values():
+        for stage, ms in (response.trace.get("timings_ms") or {}).items():
+            if isinstance(ms, (int, float)):
+                timings[stage] = round(timings.get(stage, 0.0) + ms, 3)
+    trace: dict[str, Any] = {
+        "pipeline": name,
+        "timings_ms": timings,
+        STAGE: {kind: {"hits": len(r.hits), "answer": len(r.answer)} for kind, r in sorted(responses.items())},
+        "groups": {kind: r.trace for kind, r in sorted(responses.items())},
+    }
+    tiers = [tier_of(r.trace) for r in responses.values()]
+    known = [t for t in tiers if t is not None]
+    if known:
+        trace["tier"] = max(known)
+    calls = sum(int(r.trace.get("llm_calls", 0) or 0) for r in responses.values())
+    if calls:
+        trace["llm_calls"] = calls
+    return trace
+
+
+class KindBalancedPipeline:
+    """A pipeline that searches the statutes and the decisions of a mixed index on their own and merges the
+    rankings.
+
+    Args:
+        inner: the pipeline that searches (one group at a time, or the whole index when it holds one).
+        backend: where the index's kinds are read (:func:`index_kinds`).
+        enabled: ``retrieval.balance_kinds``; false, every request goes to ``inner`` as it is.
+    """
+
+    def __init__(self, inner: Pipeline, backend: SearchBackend, *, enabled: bool = True) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.backend = backend
+        self.enabled = enabled
+
+    def groups_to_balance(self, request: SearchRequest) -> dict[str, tuple[str, ...]]:
+        """The groups ``request`` is searched in one by one, each with its kinds; ``{}``: the request goes to
+        the inner pipeline as it is (balancing off, asked off with ``one_ranking``, a ``kind`` filter, or an
+        index of statutes alone or decisions alone)."""
+        if not self.enabled or option_flag(request.options, "one_ranking"):
+            return {}
+        if request.filters is not None and request.filters.values("kind") is not None:
+            return {}
+        if not request.index or not isinstance(request.query, str) or not request.query.strip():
+            return {}  # the inner pipeline refuses the request with its own message
+        groups = groups_of(index_kinds(self.backend, request.index))
+        return groups if len(groups) > 1 else {}
+
+    def run(self, request: SearchRequest) -> SearchResponse:
+        """Search; see the module docstring."""
+        groups = self.groups_to_balance(request)
+        if not groups:
+            return self.inner.run(request)
+        responses = {name: self.inner.run(replace(request, filters=with_kinds(request.filters, kinds)))
+                     for name, kinds in groups.items()}
+        hits, returned = merge_kinds(responses, request.k)
+        return SearchResponse(hits=hits, trace=merged_trace(self.name, responses), returned=returned)

@@ -1,0 +1,139 @@
+"""Indices of statutes and decisions: each group searched on its own, the rankings merged by scores
+standardised within each group (service/pipelines/kinds.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.backends.embedded import EmbeddedBackend
+from service.config import load_settings
+from service.corpus.model import DocKind, Filters, Hit, LegalDoc
+from service.indexing import index_documents
+from service.pipelines.base import SearchRequest, SearchResponse
+from service.pipelines.build import Runtime
+from service.pipelines.kinds import groups_of, merge_kinds, standardised, with_kinds
+
+pytestmark = pytest.mark.unit
+
+QUESTION = "the employer dismissed the worker without notice and kept his wages"
+
+
+def _statute(n: int, text: str) -> LegalDoc:
+    return LegalDoc(id=f"S{n}", text=text, citation=f"Section {n} Labour Act", law="LA", lang="en",
+                    kind=DocKind.STATUTE)
+
+
+def _decision(n: int, text: str) -> LegalDoc:
+    return LegalDoc(id=f"C{n}", text=text, citation=f"Case {n}", lang="en", kind=DocKind.DECISION)
+
+
+def _mixed_corpus() -> list[LegalDoc]:
+    """Short statutes and long decisions that repeat the question's words, as judgments do."""
+    statutes = [
+        _statute(1, "An employer shall not dismiss a worker without notice of one month or wages in lieu of notice."),
+        _statute(2, "Wages shall be paid to the worker before the expiry of the seventh day of the wage period."),
+        _statute(3, "A trade union may be registered by seven or more members."),
+        _statute(4, "The appropriate government may fix minimum rates of wages for scheduled employment."),
+    ]
+    facts = ("The appellant worker was employed by the respondent employer. The employer dismissed the worker "
+             "without notice and kept his wages for the month. The tribunal held the dismissal bad. ")
+    decisions = [_decision(n, f"Case {n}. " + facts * (8 + n) + "Appeal dismissed.") for n in range(1, 9)]
+    return statutes + decisions
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory, use_embedder) -> tuple[EmbeddedBackend, str]:
+    backend = EmbeddedBackend(tmp_path_factory.mktemp("indices"))
+    report = index_documents(backend, use_embedder, "mixed", _mixed_corpus(), language="en")
+    assert report.ok, report.failed
+    return backend, "mixed"
+
+
+def _runtime(backend: EmbeddedBackend, use_embedder, **retrieval: object) -> Runtime:
+    settings = load_settings(environ={}, overrides={"retrieval": retrieval} if retrieval else None)
+    return Runtime(settings, backend=backend, embedder=use_embedder)
+
+
+def test_the_kinds_of_an_index_are_read_from_its_documents(mixed) -> None:
+    backend, name = mixed
+    assert backend.kinds(name) == ("decision", "statute")
+    assert groups_of(backend.kinds(name)) == {"statutes": ("statute",), "decisions": ("decision",)}
+    assert groups_of(("leading_decision", "decision")) == {"decisions": ("leading_decision", "decision")}
+
+
+@pytest.mark.parametrize("pipeline", ["bm25", "hybrid", "agentic", "routed"])
+def test_statutes_are_not_crowded_out_by_long_decisions(mixed, use_embedder, pipeline: str) -> None:
+    backend, name = mixed
+    runtime = _runtime(backend, use_embedder)
+    request = SearchRequest(QUESTION, index=name, k=6, lang="en")
+    one = runtime.search_pipeline(pipeline).run(SearchRequest(QUESTION, index=name, k=6, lang="en",
+                                                              options={"one_ranking": True}))
+    assert all(h.doc_id.startswith("C") for h in one.hits), "the long decisions take every place of one ranking"
+    merged = runtime.search_pipeline(pipeline).run(request)
+    ids = [h.doc_id for h in merged.hits]
+    assert "S1" in ids[:3] and any(i.startswith("C") for i in ids[:3]), ids
+    assert set(merged.trace["groups"]) == {"statutes", "decisions"}
+    assert all("kind_balance" in h.scores and h.ranks["kind_balance"] == i for i, h in enumerate(merged.hits, 1))
+    # the same request without the step (the runtime's plain pipeline) is one ranking
+    assert [h.doc_id for h in runtime.pipeline(pipeline).run(request).hits] == [h.doc_id for h in one.hits]
+
+
+def test_a_kind_filter_or_the_setting_off_search_as_asked(mixed, use_embedder) -> None:
+    backend, name = mixed
+    runtime = _runtime(backend, use_embedder)
+    statutes = runtime.search_pipeline("hybrid").run(
+        SearchRequest(QUESTION, index=name, k=3, filters=Filters.of(kind="statute")))
+    assert statutes.hits and all(h.doc_id.startswith("S") for h in statutes.hits)
+    assert "groups" not in statutes.trace
+    off = _runtime(backend, use_embedder, balance_kinds=False).search_pipeline("hybrid")
+    assert off.groups_to_balance(SearchRequest(QUESTION, index=name)) == {}
+    assert all(h.doc_id.startswith("C") for h in off.run(SearchRequest(QUESTION, index=name, k=4)).hits)
+
+
+def test_an_index_of_statutes_alone_goes_to_the_pipeline_as_it_is(trilingual_embedded, use_embedder) -> None:
+    backend, name = trilingual_embedded
+    runtime = _runtime(backend, use_embedder)
+    request = SearchRequest("Mein Vermieter gibt die Kaution nicht zurück", index=name, k=3)
+    assert runtime.search_pipeline("bm25").groups_to_balance(request) == {}
+    balanced = runtime.search_pipeline("bm25").run(request)
+    assert [h.doc_id for h in balanced.hits] == [h.doc_id for h in runtime.pipeline("bm25").run(request).hits]
+    assert "groups" not in balanced.trace
+
+
+def test_leading_and_other_decisions_are_one_group(mini_embedded, use_embedder) -> None:
+    backend, name = mini_embedded
+    pipe = _runtime(backend, use_embedder).search_pipeline("bm25")
+    assert pipe.groups_to_balance(SearchRequest("Testament", index=name)) == {
+        "statutes": ("statute",), "decisions": ("leading_decision", "decision")}
+    assert pipe.groups_to_balance(SearchRequest("Testament", index=name, options={"one_ranking": "1"})) == {}
+
+
+def _hit(doc_id: str, score: float) -> Hit:
+    return Hit(doc_id=doc_id, score=score)
+
+
+def test_merging_orders_by_the_score_standardised_within_each_group() -> None:
+    statutes = SearchResponse(hits=[_hit("S1", 9.0), _hit("S2", 5.0), _hit("S3", 4.0), _hit("S4", 2.0)])
+    decisions = SearchResponse(hits=[_hit("C1", 300.0), _hit("C2", 290.0), _hit("C3", 280.0)])
+    hits, returned = merge_kinds({"statutes": statutes, "decisions": decisions}, k=5)
+    assert [h.doc_id for h in hits] == ["S1", "C1", "C2", "S2", "S3"]  # C2 and S2 tie at 0: group names decide
+    assert returned is None
+    assert hits[0].score == pytest.approx(standardised(statutes.hits)[0]) and hits[0].scores["kind_balance"] > 1
+
+
+def test_each_groups_answer_set_comes_first_and_the_answer_is_their_union() -> None:
+    statutes = SearchResponse(hits=[_hit("S1", 9.0), _hit("S2", 5.0), _hit("S3", 4.9)], returned=1)
+    decisions = SearchResponse(hits=[_hit("C1", 3.0), _hit("C2", 2.9), _hit("C3", 1.0)], returned=2)
+    hits, returned = merge_kinds({"statutes": statutes, "decisions": decisions}, k=6)
+    assert returned == 3 and {h.doc_id for h in hits[:3]} == {"S1", "C1", "C2"}
+    assert [h.doc_id for h in hits[3:]] == ["S2", "S3", "C3"]
+    twice = SearchResponse(hits=[_hit("C1", 9.0), _hit("S9", 1.0)])
+    hits, returned = merge_kinds({"statutes": twice, "decisions": decisions}, k=6)
+    assert [h.doc_id for h in hits] == ["C1", "C2", "S9", "C3"] and returned == 3  # C1 once, in its first place
+    assert [h.ranks["kind_balance"] for h in hits] == [1, 2, 3, 4]
+
+
+def test_standardising_a_list_without_spread_gives_zeros() -> None:
+    assert standardised([]) == [] and standardised([_hit("a", 3.0)]) == [0.0]
+    assert standardised([_hit("a", 2.0), _hit("b", 2.0)]) == [0.0, 0.0]
+    assert with_kinds(Filters.of(law="LA"), ("statute",)) == Filters.of(law="LA", kind="statute")
