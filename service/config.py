@@ -373,9 +373,9 @@ class RetrievalSettings:
     """Longer questions are read as passages plus the question proper (service/retrieval/long_query.py);
     0 = never."""
     balance_kinds: bool = True
-    """An index holding several document kinds (statutes and decisions) is searched one kind at a time and
-    the rankings merged by scores standardised within each kind (service/pipelines/kinds.py); false = one
-    ranking over the whole index. A request can ask for one ranking with the option ``one_ranking``."""
+    """An index holding statutes and decisions is searched twice, the statutes alone and the decisions alone,
+    and the rankings merged by scores standardised within each group (service/pipelines/kinds.py); false =
+    one ranking over the whole index. A request can ask for one ranking with the option ``one_ranking``."""
 
     def problems(self) -> list[str]:
         out = [*_not_either("retrieval.fusion", self.fusion, ("rrf", "linear")),

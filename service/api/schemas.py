@@ -72,8 +72,8 @@ def _search_properties(settings: Settings, pipelines: list[str], default_pipelin
         "citations": {"type": "boolean", "description": "Citation-graph expansion (agentic)."},
         "tier": {"type": "integer", "minimum": 0, "maximum": 3, "description": "Force a routing tier (routed)."},
         "no_cliff": {"type": "boolean", "description": "Return a fixed top-k instead of the score-cliff cut."},
-        "one_ranking": {"type": "boolean", "description": "Rank an index of several document kinds (statutes and "
-                                                          "decisions) as one corpus instead of kind by kind."},
+        "one_ranking": {"type": "boolean", "description": "Rank an index of statutes and decisions as one corpus "
+                                                          "instead of each group on its own, merged."},
     }
     return {
         "query": {"type": "string", "minLength": 1, "maxLength": settings.retrieval.max_query_chars,

@@ -289,8 +289,8 @@ class Runtime:
             return pipe
 
     def search_pipeline(self, name: str) -> KindBalancedPipeline:
-        """The pipeline called ``name`` as the entry points serve it: an index of several document kinds is
-        searched one kind at a time and the rankings merged (:mod:`service.pipelines.kinds`).
+        """The pipeline called ``name`` as the entry points serve it: an index of statutes and decisions is
+        searched one group at a time and the rankings merged (:mod:`service.pipelines.kinds`).
         :meth:`pipeline` is the same pipeline without that step, for pipelines built of others and training.
 
         Raises:

@@ -97,10 +97,10 @@ def merge_kinds(responses: dict[str, SearchResponse], k: int) -> tuple[list[Hit]
     (no cut) unless some group's pipeline cut its ranking.
     """
     rows: list[tuple[bool, float, str, int, Hit]] = []
-    for kind, response in sorted(responses.items()):
+    for group, response in sorted(responses.items()):
         answer = len(response.answer)
         for rank, (hit, z) in enumerate(zip(response.hits, standardised(response.hits), strict=True)):
-            rows.append((rank >= answer, -z, kind, rank, hit))
+            rows.append((rank >= answer, -z, group, rank, hit))
     rows.sort(key=lambda row: row[:4])
     merged: list[Hit] = []
     placed: set[str] = set()
@@ -130,8 +130,8 @@ def merged_trace(name: str, responses: dict[str, SearchResponse]) -> dict[str, A
     trace: dict[str, Any] = {
         "pipeline": name,
         "timings_ms": timings,
-        STAGE: {kind: {"hits": len(r.hits), "answer": len(r.answer)} for kind, r in sorted(responses.items())},
-        "groups": {kind: r.trace for kind, r in sorted(responses.items())},
+        STAGE: {group: {"hits": len(r.hits), "answer": len(r.answer)} for group, r in sorted(responses.items())},
+        "groups": {group: r.trace for group, r in sorted(responses.items())},
     }
     tiers = [tier_of(r.trace) for r in responses.values()]
     known = [t for t in tiers if t is not None]
