@@ -374,7 +374,7 @@ class RetrievalSettings:
     0 = never."""
     balance_kinds: bool = True
     """An index holding statutes and decisions is searched twice, the statutes alone and the decisions alone,
-    and the rankings merged by scores standardised within each group (service/pipelines/kinds.py); false =
+    and the two rankings interleaved by rank, statutes first (service/pipelines/kinds.py); false =
     one ranking over the whole index. A request can ask for one ranking with the option ``one_ranking``."""
 
     def problems(self) -> list[str]:

@@ -3,18 +3,22 @@ and the rankings are merged.
 
 A decision runs to thousands of words and a statute to a few hundred, so one ranking over both is
 decided by length before it is decided by relevance: on the AILA 2019 corpus (197 statutes, 2,914
-Supreme Court decisions) BM25 and the hybrid put no statute into the first ten for any of the 10
-training questions, while a search of the statutes alone finds 14 % of their gold statutes there
+Supreme Court decisions) no pipeline puts a statute into the first ten for any of the 10 training
+questions, while the statutes searched alone rank a gold statute first for one question in five
 (docs/BENCHMARKS.md, "Statutes and decisions in one index").
 
 :class:`KindBalancedPipeline` wraps a pipeline. When the request's index holds statutes and decisions
 (leading or other: the two kinds of case law are one group) and the request does not filter on
-``kind``, it runs the pipeline once per group (its kinds as a filter) and merges the rankings by each
-hit's score standardised within its own group's ranking (z-score), so the first hits of each group
-compete on how far they stand out of their group, not on raw scores that differ in scale. Each group's
-answer set (the score-cliff cut, when its pipeline cuts) comes first; the merged answer set is their
-union. ``retrieval.balance_kinds = false`` or the request option ``one_ranking`` search the index as
-one corpus.
+``kind``, it runs the pipeline once per group (its kinds as a filter) and interleaves the two rankings
+by rank, statutes first: the first hits are the best statute, the best decision, the second statute,
+and so on. The merge uses ranks, not scores, because the groups' scores differ in scale and in shape
+(a reranker trained on one kind of pool spreads another kind's scores differently: standardised within
+each group and merged by z-score, the decisions took nine of the first ten places in a held-out run,
+docs/BENCHMARKS.md). Each group's answer set (the score-cliff cut, when its pipeline cuts) comes
+first, interleaved likewise; the merged answer set is their union. A hit's ``score`` is
+``1 / (60 + its merged rank)``; the score its group's pipeline gave it stays in
+``scores["group_score"]``, with every earlier stage's.
+``retrieval.balance_kinds = false`` or the request option ``one_ranking`` search the index as one corpus.
 
 Example::
 
@@ -24,7 +28,6 @@ Example::
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from dataclasses import replace
@@ -41,10 +44,16 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "statutes": (DocKind.STATUTE.value,),
     "decisions": (DocKind.LEADING_DECISION.value, DocKind.DECISION.value),
 }
-"""The groups searched one by one, each with the kinds it holds."""
+"""The groups searched one by one, each with the kinds it holds, in the order the merge interleaves them."""
 
 STAGE = "kind_balance"
 """The name of the merge in every hit's ``scores`` and ``ranks``."""
+
+GROUP_SCORE = "group_score"
+"""Where a merged hit keeps the score its group's pipeline gave it."""
+
+RANK_OFFSET = 60
+"""A merged hit scores ``1 / (RANK_OFFSET + rank)``, as in reciprocal rank fusion."""
 
 _KINDS: dict[tuple[int, str], tuple[float, tuple[str, ...]]] = {}
 _KINDS_LOCK = threading.Lock()
@@ -76,45 +85,34 @@ def with_kinds(filters: Filters | None, kinds: tuple[str, ...]) -> Filters:
     return replace(base, terms=tuple(sorted((*base.terms, ("kind", kinds)))))
 
 
-def standardised(hits: list[Hit]) -> list[float]:
-    """Each hit's score as a z-score within ``hits`` (0 for all when there are fewer than two or no spread)."""
-    scores = [h.score for h in hits if math.isfinite(h.score)]
-    if len(scores) < 2:
-        return [0.0] * len(hits)
-    mean = sum(scores) / len(scores)
-    spread = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
-    if spread <= 0:
-        return [0.0] * len(hits)
-    return [(h.score - mean) / spread if math.isfinite(h.score) else -math.inf for h in hits]
+def merge_groups(responses: dict[str, SearchResponse], k: int) -> tuple[list[Hit], int | None]:
+    """One ranking of at most ``k`` hits from the groups' responses, and the size of its answer set.
 
-
-def merge_kinds(responses: dict[str, SearchResponse], k: int) -> tuple[list[Hit], int | None]:
-    """One ranking of at most ``k`` hits from each group's response, and the size of its answer set.
-
-    Every hit of a group's answer set (``response.answer``) ranks before every hit outside one; among
-    either, hits order by their score standardised within their group (:func:`standardised`), ties by
-    group name and rank; a document in both rankings keeps its first place. The answer set is ``None``
-    (no cut) unless some group's pipeline cut its ranking.
+    The hits of the groups' answer sets (``response.answer``) come first, then the others; each part
+    interleaves the groups by rank, in the order of :data:`GROUPS` (statutes first). A document in both
+    rankings keeps its first place. The answer set is ``None`` (no cut) unless some group's pipeline cut
+    its ranking.
     """
-    rows: list[tuple[bool, float, str, int, Hit]] = []
-    for group, response in sorted(responses.items()):
+    order = {name: i for i, name in enumerate(GROUPS)}
+    rows: list[tuple[bool, int, int, Hit]] = []
+    for group, response in responses.items():
         answer = len(response.answer)
-        for rank, (hit, z) in enumerate(zip(response.hits, standardised(response.hits), strict=True)):
-            rows.append((rank >= answer, -z, group, rank, hit))
-    rows.sort(key=lambda row: row[:4])
+        rows += [(rank >= answer, rank, order.get(group, len(order)), hit) for rank, hit in enumerate(response.hits)]
+    rows.sort(key=lambda row: row[:3])
     merged: list[Hit] = []
     placed: set[str] = set()
     answered = 0
-    for outside, negative_z, _, _, hit in rows:
+    for outside, _, _, hit in rows:
         if len(merged) == k:
             break
         if hit.doc_id in placed:  # a pipeline that let a document of the other group through
             continue
         placed.add(hit.doc_id)
         answered += not outside
-        score = -negative_z
-        merged.append(replace(hit, score=score, scores={**hit.scores, STAGE: score},
-                              ranks={**hit.ranks, STAGE: len(merged) + 1}))
+        place = len(merged) + 1
+        score = 1.0 / (RANK_OFFSET + place)
+        scores = {**hit.scores, GROUP_SCORE: hit.score, STAGE: score}
+        merged.append(replace(hit, score=score, scores=scores, ranks={**hit.ranks, STAGE: place}))
     cut = any(r.returned is not None for r in responses.values())
     return merged, (answered if cut else None)
 
@@ -179,5 +177,5 @@ class KindBalancedPipeline:
             return self.inner.run(request)
         responses = {name: self.inner.run(replace(request, filters=with_kinds(request.filters, kinds)))
                      for name, kinds in groups.items()}
-        hits, returned = merge_kinds(responses, request.k)
+        hits, returned = merge_groups(responses, request.k)
         return SearchResponse(hits=hits, trace=merged_trace(self.name, responses), returned=returned)

@@ -11,7 +11,7 @@ from service.corpus.model import DocKind, Filters, Hit, LegalDoc
 from service.indexing import index_documents
 from service.pipelines.base import SearchRequest, SearchResponse
 from service.pipelines.build import Runtime
-from service.pipelines.kinds import groups_of, merge_kinds, standardised, with_kinds
+from service.pipelines.kinds import groups_of, merge_groups, with_kinds
 
 pytestmark = pytest.mark.unit
 
@@ -112,28 +112,29 @@ def _hit(doc_id: str, score: float) -> Hit:
     return Hit(doc_id=doc_id, score=score)
 
 
-def test_merging_orders_by_the_score_standardised_within_each_group() -> None:
+def test_merging_interleaves_the_groups_by_rank_statutes_first() -> None:
     statutes = SearchResponse(hits=[_hit("S1", 9.0), _hit("S2", 5.0), _hit("S3", 4.0), _hit("S4", 2.0)])
     decisions = SearchResponse(hits=[_hit("C1", 300.0), _hit("C2", 290.0), _hit("C3", 280.0)])
-    hits, returned = merge_kinds({"statutes": statutes, "decisions": decisions}, k=5)
-    assert [h.doc_id for h in hits] == ["S1", "C1", "C2", "S2", "S3"]  # C2 and S2 tie at 0: group names decide
+    hits, returned = merge_groups({"decisions": decisions, "statutes": statutes}, k=5)
+    assert [h.doc_id for h in hits] == ["S1", "C1", "S2", "C2", "S3"]
     assert returned is None
-    assert hits[0].score == pytest.approx(standardised(statutes.hits)[0]) and hits[0].scores["kind_balance"] > 1
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert hits[0].score == hits[0].scores["kind_balance"] == pytest.approx(1 / 61)
+    assert hits[1].scores["group_score"] == 300.0 and hits[1].ranks["kind_balance"] == 2
 
 
 def test_each_groups_answer_set_comes_first_and_the_answer_is_their_union() -> None:
     statutes = SearchResponse(hits=[_hit("S1", 9.0), _hit("S2", 5.0), _hit("S3", 4.9)], returned=1)
     decisions = SearchResponse(hits=[_hit("C1", 3.0), _hit("C2", 2.9), _hit("C3", 1.0)], returned=2)
-    hits, returned = merge_kinds({"statutes": statutes, "decisions": decisions}, k=6)
-    assert returned == 3 and {h.doc_id for h in hits[:3]} == {"S1", "C1", "C2"}
+    hits, returned = merge_groups({"statutes": statutes, "decisions": decisions}, k=6)
+    assert returned == 3 and [h.doc_id for h in hits[:3]] == ["S1", "C1", "C2"]
     assert [h.doc_id for h in hits[3:]] == ["S2", "S3", "C3"]
     twice = SearchResponse(hits=[_hit("C1", 9.0), _hit("S9", 1.0)])
-    hits, returned = merge_kinds({"statutes": twice, "decisions": decisions}, k=6)
-    assert [h.doc_id for h in hits] == ["C1", "C2", "S9", "C3"] and returned == 3  # C1 once, in its first place
+    hits, returned = merge_groups({"statutes": twice, "decisions": decisions}, k=6)
+    assert [h.doc_id for h in hits] == ["C1", "S9", "C2", "C3"] and returned == 3  # C1 once, in its first place
     assert [h.ranks["kind_balance"] for h in hits] == [1, 2, 3, 4]
 
 
-def test_standardising_a_list_without_spread_gives_zeros() -> None:
-    assert standardised([]) == [] and standardised([_hit("a", 3.0)]) == [0.0]
-    assert standardised([_hit("a", 2.0), _hit("b", 2.0)]) == [0.0, 0.0]
+def test_a_kind_filter_is_added_to_the_others() -> None:
     assert with_kinds(Filters.of(law="LA"), ("statute",)) == Filters.of(law="LA", kind="statute")
+    assert with_kinds(None, ("leading_decision", "decision")).values("kind") == ("leading_decision", "decision")
