@@ -1,5 +1,5 @@
-"""Indices of statutes and decisions: each group searched on its own, the rankings merged by scores
-standardised within each group (service/pipelines/kinds.py)."""
+"""Indices of statutes and decisions: each group searched on its own, the rankings interleaved by rank,
+statutes first (service/pipelines/kinds.py)."""
 
 from __future__ import annotations
 
