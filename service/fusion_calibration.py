@@ -20,6 +20,11 @@ steadier signal: a kNN side that reads the corpus finds 80-90 % of what BM25 fin
 the split stays near even; one that does not read the corpus language, or cannot tell the articles
 apart, finds little, and the weight moves to BM25 in proportion.
 
+An index that holds statutes and decisions is searched one group at a time (service/pipelines/kinds.py),
+and a decision's vector reads only its first 512 tokens, so weights drawn from passages of the whole
+index (mostly decisions) undervalue kNN for the statutes: each group also gets weights of its own,
+calibrated on its documents alone (``fusion_groups``, :func:`ensure_group_fusion_weights`).
+
 Example::
 
     fit = calibrate_fusion(backend, embedder, "stard", settings.retrieval)
@@ -31,12 +36,12 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from service.analysis.chain import analyzer_for
 from service.backends.base import SearchBackend
-from service.corpus.model import LegalDoc
+from service.corpus.model import Filters, LegalDoc, kind_groups
 from service.embeddings.base import Embedder
 from service.errors import InvalidInput
 from service.evaluation.metrics import mean, mrr_at, recall_at
@@ -48,6 +53,9 @@ log = logging.getLogger(__name__)
 METHOD = "known-item-passages-v1"
 """Recorded with the weights; weights of another method are calibrated again."""
 SAMPLES = 300
+GROUPS_KEY = "fusion_groups"
+"""The index-metadata entry holding the label-free weights of each group of an index of statutes and
+decisions (``{"statutes": {...}, "decisions": {...}}``, each as :data:`FUSION_KEY` holds the index's)."""
 MIN_WORDS = 12
 MAX_WORDS = 40
 
@@ -88,7 +96,8 @@ def passage_queries(docs: Sequence[LegalDoc], *, default_lang: str, count: int, 
 
 
 def calibrate_fusion(backend: SearchBackend, embedder: Embedder, index: str, settings: RetrievalSettings, *,
-                     language: str = "", samples: int = SAMPLES, seed: int = 13) -> FusionFit:
+                     language: str = "", samples: int = SAMPLES, seed: int = 13,
+                     filters: Filters | None = None) -> FusionFit:
     """Label-free fusion weights for ``index`` (see the module docstring).
 
     Args:
@@ -99,6 +108,8 @@ def calibrate_fusion(backend: SearchBackend, embedder: Embedder, index: str, set
         language: the corpus language for documents that name none ('' = from the index stats).
         samples: how many pseudo-queries (each one BM25 and one kNN search).
         seed: the random seed, so a calibration can be repeated exactly.
+        filters: calibrate for searches under these filters: passages of the documents they let
+            through, searched with them (one group of an index of statutes and decisions).
 
     Raises:
         InvalidInput: when the index holds too few documents with text to calibrate on.
@@ -107,13 +118,15 @@ def calibrate_fusion(backend: SearchBackend, embedder: Embedder, index: str, set
     if not language or "," in language:
         languages = backend.stats(index).languages
         language = languages[0] if languages else "en"
-    docs = sample_documents(backend.scan(index), min(2 * samples, 5000), rng)
+    scanned = backend.scan(index)
+    docs = sample_documents(scanned if filters is None else (d for d in scanned if filters.matches(d)),
+                            min(2 * samples, 5000), rng)
     queries = passage_queries(docs, default_lang=language, count=samples, rng=rng)
     if len(queries) < 30:
         raise InvalidInput(f"cannot calibrate fusion weights on index {index!r}: it has too few documents "
                            f"of at least {MIN_WORDS} words")
     vectors = embedder.embed_queries([q.text for q in queries])
-    lists = [backend.probe(index, q.text, vector, k=settings.depth, lang=q.lang)
+    lists = [backend.probe(index, q.text, vector, k=settings.depth, lang=q.lang, filters=filters)
              for q, vector in zip(queries, vectors, strict=True)]
     items = [{q.known_item} for q in queries]
     scores = {}
@@ -148,6 +161,38 @@ def ensure_fusion_weights(backend: SearchBackend, embedder: Embedder, index: str
     return fit.weights("index")
 
 
+def ensure_group_fusion_weights(backend: SearchBackend, embedder: Embedder, index: str,
+                                settings: RetrievalSettings, *, language: str = "",
+                                force: bool = False) -> dict[str, FusionWeights]:
+    """The label-free weights of each group of an index of statutes and decisions (``{}`` for an index of
+    one group), each calibrated on its group's documents and stored first when missing (or ``force``).
+    A group too small to calibrate has none: its searches fuse with the index's weights."""
+    groups = kind_groups(backend.kinds(index))
+    if len(groups) < 2:
+        return {}
+    entry = backend.metadata(index).get(GROUPS_KEY)
+    stored_entries = entry if isinstance(entry, Mapping) else {}
+    kept: dict[str, dict] = {}
+    out: dict[str, FusionWeights] = {}
+    for name, kinds in groups.items():
+        found = stored_entries.get(name)
+        stored = FusionWeights.from_entry(found, "index")
+        if stored is not None and stored.suits(settings) and found.get("method") == METHOD and not force:
+            kept[name], out[name] = dict(found), stored
+            continue
+        try:
+            fit = calibrate_fusion(backend, embedder, index, settings, language=language,
+                                   filters=Filters.of(kind=list(kinds)))
+        except InvalidInput as exc:
+            log.info("no fusion weights of their own for the %s of %s: %s", name, index, exc)
+            continue
+        kept[name], out[name] = fit.to_dict(), fit.weights("index")
+        log.info("fusion weights of the %s of %s: bm25 %.2f, knn %.2f", name, index, fit.bm25, fit.knn)
+    if kept != stored_entries:
+        backend.update_metadata(index, **{GROUPS_KEY: kept})
+    return out
+
+
 def ensure_fusion_quietly(backend: SearchBackend, embedder: Embedder, index: str, settings: RetrievalSettings, *,
                           language: str = "", force: bool = False) -> str:
     """:func:`ensure_fusion_weights` for the indexing commands: a status line; never raises for a corpus
@@ -156,4 +201,8 @@ def ensure_fusion_quietly(backend: SearchBackend, embedder: Embedder, index: str
         weights = ensure_fusion_weights(backend, embedder, index, settings, language=language, force=force)
     except InvalidInput as exc:
         return f"fusion weights not calibrated ({exc}); hybrid search fuses 0.5/0.5"
-    return f"fusion weights: bm25 {weights.bm25:.2f}, knn {weights.knn:.2f} (label-free, from known-item passages)"
+    line = f"fusion weights: bm25 {weights.bm25:.2f}, knn {weights.knn:.2f} (label-free, from known-item passages)"
+    groups = ensure_group_fusion_weights(backend, embedder, index, settings, language=language, force=force)
+    for name, own in groups.items():
+        line += f"; {name}: bm25 {own.bm25:.2f}, knn {own.knn:.2f}"
+    return line

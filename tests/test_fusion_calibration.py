@@ -8,13 +8,16 @@ import pytest
 
 from service.backends.embedded import EmbeddedBackend
 from service.config import load_settings
+from service.corpus.model import DocKind, Filters
 from service.embeddings.cache import CachedEmbedder
 from service.embeddings.openai_embedder import OpenAIEmbedder
 from service.fusion_calibration import (
+    GROUPS_KEY,
     METHOD,
     calibrate_fusion,
     ensure_fusion_quietly,
     ensure_fusion_weights,
+    ensure_group_fusion_weights,
     passage_queries,
 )
 from service.indexing import index_documents
@@ -79,3 +82,30 @@ def test_a_corpus_without_passages_keeps_the_even_split(tmp_path, mini_docs, use
     index_documents(backend, use_embedder, "tiny", short, language="")
     assert "fuses 0.5/0.5" in ensure_fusion_quietly(backend, use_embedder, "tiny", RETRIEVAL)
     assert FUSION_KEY not in backend.metadata("tiny")
+
+
+def test_each_group_of_statutes_and_decisions_gets_weights_of_its_own(tmp_path, mini_docs, use_embedder) -> None:
+    backend = EmbeddedBackend(tmp_path / "indices")
+    index_documents(backend, use_embedder, "mini", mini_docs, language="")
+    groups = ensure_group_fusion_weights(backend, use_embedder, "mini", RETRIEVAL)
+    assert set(groups) == {"statutes", "decisions"} and {w.source for w in groups.values()} == {"index"}
+    stored = backend.metadata("mini")[GROUPS_KEY]
+    assert stored["statutes"]["method"] == METHOD
+    decisions = calibrate_fusion(backend, use_embedder, "mini", RETRIEVAL,
+                                 filters=Filters.of(kind=["leading_decision", "decision"]))
+    assert stored["decisions"]["bm25"] == pytest.approx(decisions.bm25, abs=1e-4) == groups["decisions"].bm25
+    whole = calibrate_fusion(backend, use_embedder, "mini", RETRIEVAL)
+    assert whole.to_dict()["known_items"] != stored["decisions"]["known_items"]  # passages of the decisions alone
+    backend.update_metadata("mini", **{GROUPS_KEY: {**stored, "decisions": {**stored["decisions"], "bm25": 0.9,
+                                                                             "knn": 0.1}}})
+    again = ensure_group_fusion_weights(backend, use_embedder, "mini", RETRIEVAL)
+    assert again["decisions"].bm25 == 0.9 and again["statutes"] == groups["statutes"]  # stored: read, not redone
+    assert "; statutes: bm25" in ensure_fusion_quietly(backend, use_embedder, "mini", RETRIEVAL)
+
+
+def test_an_index_of_one_group_has_no_group_weights(tmp_path, mini_docs, use_embedder) -> None:
+    backend = EmbeddedBackend(tmp_path / "indices")
+    index_documents(backend, use_embedder, "statutes", [d for d in mini_docs if d.kind == DocKind.STATUTE],
+                    language="")
+    assert ensure_group_fusion_weights(backend, use_embedder, "statutes", RETRIEVAL) == {}
+    assert GROUPS_KEY not in backend.metadata("statutes")

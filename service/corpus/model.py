@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import date as Date
 from typing import Any
@@ -19,6 +20,22 @@ class DocKind(enum.StrEnum):
     STATUTE = "statute"
     LEADING_DECISION = "leading_decision"
     DECISION = "decision"
+
+
+KIND_GROUPS: dict[str, tuple[str, ...]] = {
+    "statutes": (DocKind.STATUTE.value,),
+    "decisions": (DocKind.LEADING_DECISION.value, DocKind.DECISION.value),
+}
+"""The two groups of documents an index of statutes and decisions is searched in one by one
+(service/pipelines/kinds.py), each with its kinds, statutes first; their fusion weights are
+calibrated apart (service/fusion_calibration.py)."""
+
+
+def kind_groups(kinds: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """The groups of :data:`KIND_GROUPS` that some of ``kinds`` fall in, each with those of its kinds present."""
+    present = set(kinds)
+    found = {name: tuple(k for k in members if k in present) for name, members in KIND_GROUPS.items()}
+    return {name: members for name, members in found.items() if members}
 
 
 @dataclass(frozen=True, slots=True)

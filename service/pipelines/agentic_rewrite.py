@@ -90,7 +90,8 @@ class RewriteStep:
         """Per rewrite: the pruned hits, and the z-scored retrieval score of every hit retrieved."""
         cfg = self.settings.agents
         retrieval = self.retrieval(state.request["index"])
-        weights = with_trained(retrieval.weights, models.fusion if models else None, self.settings.retrieval)
+        weights = with_trained(retrieval.weights_for(state.search_request().filters), models.fusion if models else None,
+                               self.settings.retrieval)
         to_embed = [r.text for r in rewrites if r.dense and r.vector is None and not r.doc_ids]
         vectors = (dict(zip(to_embed, retrieval.embedder.embed_queries(to_embed), strict=True)) if to_embed
                    else {})

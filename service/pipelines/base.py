@@ -14,7 +14,7 @@ import numpy as np
 
 from service.analysis.chain import LANGUAGES
 from service.config import parse_flag
-from service.corpus.model import DocKind, Filters, Hit, Query
+from service.corpus.model import KIND_GROUPS, DocKind, Filters, Hit, Query
 from service.embeddings.base import Embedder
 from service.errors import InvalidInput
 from service.retrieval.long_query import LongQuery
@@ -122,11 +122,26 @@ def tier_of(trace: dict[str, Any]) -> int | None:
 class IndexRetrieval:
     """What searching one index takes besides the backend: the embedder the index was built with,
     the weights of its hybrid fusion (see :mod:`service.retrieval.weights`), and whether its articles
-    have headings (the index metadata's ``sections``, recorded by :func:`service.indexing.index_documents`)."""
+    have headings (the index metadata's ``sections``, recorded by :func:`service.indexing.index_documents`).
+
+    An index of statutes and decisions also has label-free weights for each group
+    (``group_weights``, by :data:`~service.corpus.model.KIND_GROUPS` name): a search restricted to one
+    group fuses with its group's weights (:meth:`weights_for`)."""
 
     embedder: Embedder
     weights: FusionWeights = DEFAULT_WEIGHTS
     sections: bool = False
+    group_weights: Mapping[str, FusionWeights] = field(default_factory=dict)
+
+    def weights_for(self, filters: Filters | None) -> FusionWeights:
+        """The fusion weights of a search under ``filters``: those of the group its ``kind`` filter falls
+        in, when it falls in one and that group has weights of its own; else the index's."""
+        kinds = filters.values("kind") if filters is not None else None
+        if kinds and self.group_weights:
+            for name, members in KIND_GROUPS.items():
+                if set(kinds) <= set(members) and name in self.group_weights:
+                    return self.group_weights[name]
+        return self.weights
 
 
 RetrievalOf = Callable[[str], IndexRetrieval]

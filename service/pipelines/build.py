@@ -27,7 +27,7 @@ from service.cpu import limit_blas_threads, resolve
 from service.embeddings.base import Embedder
 from service.embeddings.cache import CachedEmbedder
 from service.errors import IndexCorrupt, InvalidInput, LexsearchError
-from service.fusion_calibration import ensure_fusion_weights
+from service.fusion_calibration import ensure_fusion_weights, ensure_group_fusion_weights
 from service.indexing import SECTIONS_KEY
 from service.lazy import built_once
 from service.llm.client import LlmClient
@@ -187,7 +187,7 @@ class Runtime:
         if cached is not None and now - cached[0] < INDEX_INFO_TTL_S:
             return cached[1]
         found = IndexRetrieval(self.index_embedder(index), self.fusion_weights(index),
-                               bool(self.backend.metadata(index).get(SECTIONS_KEY)))
+                               bool(self.backend.metadata(index).get(SECTIONS_KEY)), self.group_fusion_weights(index))
         with self._lock:
             self._retrieval[index] = (now, found)
         return found
@@ -196,19 +196,38 @@ class Runtime:
         """The fusion weights of ``index``, by the precedence of :mod:`service.retrieval.weights`: the
         settings', the model folder's, the index's own, else 0.5/0.5."""
         cfg = self.settings.retrieval
-        fixed = FusionWeights.from_settings(cfg)
-        if fixed is not None:
-            return fixed
-        model_dir = self.settings.index.model_dir
-        trained = read_trained_fusion(model_dir) if model_dir else None
-        if trained is not None and trained.suits(cfg):
-            return trained
+        chosen = self._chosen_fusion_weights()
+        if chosen is not None:
+            return chosen
         with self._calibrating:  # an index without weights is calibrated once, by the first search
             try:
                 return ensure_fusion_weights(self.backend, self.index_embedder(index), index, cfg)
             except LexsearchError as exc:  # too small to calibrate, or the engine refuses metadata
                 log.warning("hybrid search on %s fuses 0.5/0.5: %s", index, exc)
                 return DEFAULT_WEIGHTS
+
+    def group_fusion_weights(self, index: str) -> dict[str, FusionWeights]:
+        """The label-free weights of each group of an index of statutes and decisions (``{}`` for an index of
+        one group, or when the settings or the model folder fix the weights of every search)."""
+        if self._chosen_fusion_weights() is not None:
+            return {}
+        with self._calibrating:
+            try:
+                return ensure_group_fusion_weights(self.backend, self.index_embedder(index), index,
+                                                   self.settings.retrieval)
+            except LexsearchError as exc:  # the engine refuses metadata: every group fuses as the index
+                log.warning("the groups of %s fuse with the index's weights: %s", index, exc)
+                return {}
+
+    def _chosen_fusion_weights(self) -> FusionWeights | None:
+        """The weights the settings fix, else those the model folder holds for the settings' fusion."""
+        cfg = self.settings.retrieval
+        fixed = FusionWeights.from_settings(cfg)
+        if fixed is not None:
+            return fixed
+        model_dir = self.settings.index.model_dir
+        trained = read_trained_fusion(model_dir) if model_dir else None
+        return trained if trained is not None and trained.suits(cfg) else None
 
     def models(self) -> TrainedModels | None:
         """The trained models of ``index.model_dir`` (``None`` without one), read once per process and

@@ -102,10 +102,11 @@ class HybridPipeline:
             vector = retrieval.embedder.embed_queries([query])[0]
         with watch.stage("retrieve"):
             if self.mode == "dense":
-                return Probe([], self.backend.knn(index, vector, k=k, filters=filters), vector, retrieval.weights)
+                return Probe([], self.backend.knn(index, vector, k=k, filters=filters), vector,
+                             retrieval.weights_for(filters))
             bm25_hits, knn_hits = self.backend.probe(index, query, vector, k=k, filters=filters, lang=lang)
             sections = self.sections(index, retrieval, bm25_hits, knn_hits)
-        return Probe(bm25_hits, knn_hits, vector, retrieval.weights, sections=sections)
+        return Probe(bm25_hits, knn_hits, vector, retrieval.weights_for(filters), sections=sections)
 
     def feeds_back(self) -> bool:
         """Whether this pipeline can move its kNN query toward BM25's first hits: hybrid mode, with
@@ -147,7 +148,7 @@ class HybridPipeline:
                 knn_hits = self.backend.knn(index, knn_query, k=k, filters=filters)
             if retrieval is not None:
                 sections = self.sections(index, retrieval, bm25_hits, knn_hits)
-        weights = retrieval.weights if retrieval is not None else DEFAULT_WEIGHTS
+        weights = retrieval.weights_for(filters) if retrieval is not None else DEFAULT_WEIGHTS
         return Probe(bm25_hits, knn_hits, vector, weights, terms, long, sections, used)
 
     def sections(self, index: str, retrieval: IndexRetrieval, bm25: list[Hit], knn: list[Hit]
@@ -236,7 +237,7 @@ class HybridPipeline:
         None when the engine cannot apply this index's fusion (RRF with unequal weights: the client fuses)."""
         assert self.native is not None
         retrieval = self.retrieval(request.index)
-        weights = retrieval.weights
+        weights = retrieval.weights_for(request.filters)
         if self.settings.fusion == "rrf" and weights.bm25 != weights.knn:
             return None  # OpenSearch 2.19's RRF takes no weights
         with watch.stage("embed"):

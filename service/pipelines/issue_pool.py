@@ -141,7 +141,7 @@ class IssueSearch:
             evidence = IssueEvidence(text)
             terms = analyzer.tokens(text)
             fused = self.hybrid.filtered(index, text, vector, k=self.quota, filters=filters, lang=lang,
-                                         weights=self.retrieval.weights)
+                                         weights=self.retrieval.weights_for(filters))
             for rank, hit in enumerate(fused, start=1):
                 _add(pool, hit.doc_id, f"issue{j}", rank, "issue", text, join=quotas)
             evidence.hits = len(fused)
@@ -179,7 +179,7 @@ class IssueSearch:
             if narrowed is None:
                 continue
             hits = self.hybrid.filtered(index, text, vector, k=self.prefilter_quota, filters=narrowed, lang=lang,
-                                        weights=self.retrieval.weights)
+                                        weights=self.retrieval.weights_for(narrowed))
             for rank, hit in enumerate(hits, start=1):
                 _add(pool, hit.doc_id, f"issue{j}_{kind}", rank, f"issue_{kind}", text, join=join)
 

@@ -34,17 +34,11 @@ from dataclasses import replace
 from typing import Any
 
 from service.backends.base import SearchBackend
-from service.corpus.model import DocKind, Filters, Hit
+from service.corpus.model import KIND_GROUPS, Filters, Hit, kind_groups
 from service.pipelines.base import Pipeline, SearchRequest, SearchResponse, option_flag, tier_of
 
 KINDS_TTL_S = 30.0
 """How long a process trusts the kinds it read of an index (a write may add a kind)."""
-
-GROUPS: dict[str, tuple[str, ...]] = {
-    "statutes": (DocKind.STATUTE.value,),
-    "decisions": (DocKind.LEADING_DECISION.value, DocKind.DECISION.value),
-}
-"""The groups searched one by one, each with the kinds it holds, in the order the merge interleaves them."""
 
 STAGE = "kind_balance"
 """The name of the merge in every hit's ``scores`` and ``ranks``."""
@@ -73,12 +67,6 @@ def index_kinds(backend: SearchBackend, index: str) -> tuple[str, ...]:
     return kinds
 
 
-def groups_of(kinds: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
-    """The groups of :data:`GROUPS` that some of ``kinds`` fall in, each with those of its kinds present."""
-    present = {name: tuple(k for k in members if k in kinds) for name, members in GROUPS.items()}
-    return {name: members for name, members in present.items() if members}
-
-
 def with_kinds(filters: Filters | None, kinds: tuple[str, ...]) -> Filters:
     """``filters`` plus ``kind`` in ``kinds`` (the request has no kind restriction of its own)."""
     base = filters or Filters()
@@ -89,11 +77,12 @@ def merge_groups(responses: dict[str, SearchResponse], k: int) -> tuple[list[Hit
     """One ranking of at most ``k`` hits from the groups' responses, and the size of its answer set.
 
     The hits of the groups' answer sets (``response.answer``) come first, then the others; each part
-    interleaves the groups by rank, in the order of :data:`GROUPS` (statutes first). A document in both
+    interleaves the groups by rank, in the order of
+    :data:`~service.corpus.model.KIND_GROUPS` (statutes first). A document in both
     rankings keeps its first place. The answer set is ``None`` (no cut) unless some group's pipeline cut
     its ranking.
     """
-    order = {name: i for i, name in enumerate(GROUPS)}
+    order = {name: i for i, name in enumerate(KIND_GROUPS)}
     rows: list[tuple[bool, int, int, Hit]] = []
     for group, response in responses.items():
         answer = len(response.answer)
@@ -167,7 +156,7 @@ class KindBalancedPipeline:
             return {}
         if not request.index or not isinstance(request.query, str) or not request.query.strip():
             return {}  # the inner pipeline refuses the request with its own message
-        groups = groups_of(index_kinds(self.backend, request.index))
+        groups = kind_groups(index_kinds(self.backend, request.index))
         return groups if len(groups) > 1 else {}
 
     def run(self, request: SearchRequest) -> SearchResponse:

@@ -7,11 +7,13 @@ import pytest
 
 from service.backends.embedded import EmbeddedBackend
 from service.config import load_settings
-from service.corpus.model import DocKind, Filters, Hit, LegalDoc
+from service.corpus.model import DocKind, Filters, Hit, LegalDoc, kind_groups
+from service.fusion_calibration import GROUPS_KEY
 from service.indexing import index_documents
-from service.pipelines.base import SearchRequest, SearchResponse
+from service.pipelines.base import IndexRetrieval, SearchRequest, SearchResponse
 from service.pipelines.build import Runtime
-from service.pipelines.kinds import groups_of, merge_groups, with_kinds
+from service.pipelines.kinds import merge_groups, with_kinds
+from service.retrieval.weights import FusionWeights
 
 pytestmark = pytest.mark.unit
 
@@ -57,8 +59,8 @@ def _runtime(backend: EmbeddedBackend, use_embedder, **retrieval: object) -> Run
 def test_the_kinds_of_an_index_are_read_from_its_documents(mixed) -> None:
     backend, name = mixed
     assert backend.kinds(name) == ("decision", "statute")
-    assert groups_of(backend.kinds(name)) == {"statutes": ("statute",), "decisions": ("decision",)}
-    assert groups_of(("leading_decision", "decision")) == {"decisions": ("leading_decision", "decision")}
+    assert kind_groups(backend.kinds(name)) == {"statutes": ("statute",), "decisions": ("decision",)}
+    assert kind_groups(("leading_decision", "decision")) == {"decisions": ("leading_decision", "decision")}
 
 
 @pytest.mark.parametrize("pipeline", ["bm25", "hybrid", "agentic", "routed"])
@@ -138,3 +140,26 @@ def test_each_groups_answer_set_comes_first_and_the_answer_is_their_union() -> N
 def test_a_kind_filter_is_added_to_the_others() -> None:
     assert with_kinds(Filters.of(law="LA"), ("statute",)) == Filters.of(law="LA", kind="statute")
     assert with_kinds(None, ("leading_decision", "decision")).values("kind") == ("leading_decision", "decision")
+
+
+def test_each_group_fuses_with_its_own_label_free_weights(mixed, use_embedder) -> None:
+    backend, name = mixed
+    runtime = _runtime(backend, use_embedder)
+    merged = runtime.search_pipeline("hybrid").run(SearchRequest(QUESTION, index=name, k=6, explain=True))
+    stored = backend.metadata(name)[GROUPS_KEY]
+    for group in ("statutes", "decisions"):
+        used = merged.trace["groups"][group]["fusion_weights"]
+        assert used["bm25"] == pytest.approx(stored[group]["bm25"], abs=1e-4) and used["source"] == "index"
+    fixed = _runtime(backend, use_embedder, bm25_weight=0.3, knn_weight=0.7)
+    assert fixed.retrieval(name).group_weights == {}  # weights fixed by the settings hold for every search
+
+
+def test_a_kind_filter_picks_the_weights_of_its_group(use_embedder) -> None:
+    statutes, decisions, index = (FusionWeights(0.6, 0.4, "index"), FusionWeights(0.9, 0.1, "index"),
+                                  FusionWeights(0.8, 0.2, "index"))
+    retrieval = IndexRetrieval(use_embedder, index, group_weights={"statutes": statutes, "decisions": decisions})
+    assert retrieval.weights_for(Filters.of(kind="statute")) is statutes
+    assert retrieval.weights_for(Filters.of(kind=["leading_decision"], law="OR")) is decisions
+    assert retrieval.weights_for(Filters.of(kind=["statute", "decision"])) is index  # both groups: the index's
+    assert retrieval.weights_for(Filters.of(law="OR")) is index and retrieval.weights_for(None) is index
+    assert IndexRetrieval(use_embedder, index).weights_for(Filters.of(kind="statute")) is index
