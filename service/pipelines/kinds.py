@@ -4,8 +4,8 @@ and the rankings are merged.
 A decision runs to thousands of words and a statute to a few hundred, so one ranking over both is
 decided by length before it is decided by relevance: on the AILA 2019 corpus (197 statutes, 2,914
 Supreme Court decisions) no pipeline puts a statute into the first ten for any of the 10 training
-questions, while the statutes searched alone rank a gold statute first for one question in five
-(docs/BENCHMARKS.md, "Statutes and decisions in one index").
+questions, while the statutes searched alone rank a gold statute first for one question in four or
+five (docs/BENCHMARKS.md, "Statutes and decisions in one index").
 
 :class:`KindBalancedPipeline` wraps a pipeline. When the request's index holds statutes and decisions
 (leading or other: the two kinds of case law are one group) and the request does not filter on
@@ -17,7 +17,8 @@ each group and merged by z-score, the decisions took nine of the first ten place
 docs/BENCHMARKS.md). Each group's answer set (the score-cliff cut, when its pipeline cuts) comes
 first, interleaved likewise; the merged answer set is their union. A hit's ``score`` is
 ``1 / (60 + its merged rank)``; the score its group's pipeline gave it stays in
-``scores["group_score"]``, with every earlier stage's.
+``scores["group_score"]``, with every earlier stage's. Each group's search fuses with the label-free
+weights calibrated on that group alone (``IndexRetrieval.weights_for``, service/fusion_calibration.py).
 ``retrieval.balance_kinds = false`` or the request option ``one_ranking`` search the index as one corpus.
 
 Example::
