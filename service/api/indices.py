@@ -47,12 +47,17 @@ def list_indices() -> Response:
 @bp.get("/v1/indices/<name>/laws")
 def list_laws(name: str) -> Response:
     """The law names of an index: the values its ``law`` filter takes (any case)."""
-    if not INDEX_NAME.match(name):
-        raise InvalidInput(f"invalid index name {name[:100]!r}: use letters, digits, '.', '_' and '-'",
-                           code="invalid_request")
+    _check_index_name(name)
     require_index(name)
     laws = service().runtime.backend.law_names(name)
     return jsonify({"index": name, "laws": list(laws), "request_id": request_id()})
+
+
+def _check_index_name(name: str) -> None:
+    """Refuse an index name in the URL that no index can have (400), before any key or engine is asked."""
+    if not INDEX_NAME.match(name):
+        raise InvalidInput(f"invalid index name {name[:100]!r}: use letters, digits, '.', '_' and '-'",
+                           code="invalid_request")
 
 
 def split_documents(raw: list[Any], components: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -75,9 +80,7 @@ def split_documents(raw: list[Any], components: dict[str, Any]) -> tuple[list[di
 def ingest(name: str) -> Response:
     """Queue a batch of documents for indexing (created when the index is missing)."""
     svc = service()
-    if not INDEX_NAME.match(name):
-        raise InvalidInput(f"invalid index name {name[:100]!r}: use letters, digits, '.', '_' and '-'",
-                           code="invalid_request")
+    _check_index_name(name)
     require_ingest(name)
     body = json_body("IngestRequest")
     valid, rejected = split_documents(body["documents"], svc.components)

@@ -138,7 +138,8 @@ def evaluate(pipeline: Pipeline, queries: Sequence[Query], qrels: dict[str, set[
     run: Run = {}
     rows: list[QueryScore] = []
     kind_rows: dict[str, list[QueryScore]] = {}
-    kinds = sorted(set((gold_kinds or {}).values()))
+    gold_kinds = gold_kinds or {}
+    kinds = sorted(set(gold_kinds.values()))
     name = label or pipeline.name
     for query in tqdm(queries, desc=f"eval {name}", unit="q", disable=not progress, leave=False):
         request = SearchRequest(query=query.text, index=index, k=max(k, 10), filters=filters, lang=query.lang,
@@ -152,7 +153,7 @@ def evaluate(pipeline: Pipeline, queries: Sequence[Query], qrels: dict[str, set[
         lang = query_language(query)
         rows.append(_score(query, response, relevant, lang, latency, cpu_ms, set_choices))
         for kind in kinds if len(kinds) > 1 else ():
-            of_kind = {d for d in relevant if (gold_kinds or {}).get(d) == kind}
+            of_kind = {d for d in relevant if gold_kinds.get(d) == kind}
             if of_kind:
                 kind_rows.setdefault(kind, []).append(
                     _score(query, response, of_kind, lang, latency, cpu_ms, set_choices))

@@ -186,8 +186,11 @@ class Runtime:
             cached = self._retrieval.get(index)
         if cached is not None and now - cached[0] < INDEX_INFO_TTL_S:
             return cached[1]
-        found = IndexRetrieval(self.index_embedder(index), self.fusion_weights(index),
-                               bool(self.backend.metadata(index).get(SECTIONS_KEY)), self.group_fusion_weights(index))
+        chosen = self._chosen_fusion_weights()  # settings or model: they hold for every search of the index
+        found = IndexRetrieval(self.index_embedder(index),
+                               chosen if chosen is not None else self._label_free_weights(index),
+                               bool(self.backend.metadata(index).get(SECTIONS_KEY)),
+                               {} if chosen is not None else self._group_fusion_weights(index))
         with self._lock:
             self._retrieval[index] = (now, found)
         return found
@@ -195,22 +198,21 @@ class Runtime:
     def fusion_weights(self, index: str) -> FusionWeights:
         """The fusion weights of ``index``, by the precedence of :mod:`service.retrieval.weights`: the
         settings', the model folder's, the index's own, else 0.5/0.5."""
-        cfg = self.settings.retrieval
         chosen = self._chosen_fusion_weights()
-        if chosen is not None:
-            return chosen
+        return chosen if chosen is not None else self._label_free_weights(index)
+
+    def _label_free_weights(self, index: str) -> FusionWeights:
+        """The index's own label-free weights, calibrated first when it has none; 0.5/0.5 when it cannot be."""
         with self._calibrating:  # an index without weights is calibrated once, by the first search
             try:
-                return ensure_fusion_weights(self.backend, self.index_embedder(index), index, cfg)
+                return ensure_fusion_weights(self.backend, self.index_embedder(index), index, self.settings.retrieval)
             except LexsearchError as exc:  # too small to calibrate, or the engine refuses metadata
                 log.warning("hybrid search on %s fuses 0.5/0.5: %s", index, exc)
                 return DEFAULT_WEIGHTS
 
-    def group_fusion_weights(self, index: str) -> dict[str, FusionWeights]:
+    def _group_fusion_weights(self, index: str) -> dict[str, FusionWeights]:
         """The label-free weights of each group of an index of statutes and decisions (``{}`` for an index of
-        one group, or when the settings or the model folder fix the weights of every search)."""
-        if self._chosen_fusion_weights() is not None:
-            return {}
+        one group)."""
         with self._calibrating:
             try:
                 return ensure_group_fusion_weights(self.backend, self.index_embedder(index), index,

@@ -121,8 +121,7 @@ def merged_trace(name: str, responses: dict[str, SearchResponse]) -> dict[str, A
         STAGE: {group: {"hits": len(r.hits), "answer": len(r.answer)} for group, r in sorted(responses.items())},
         "groups": {group: r.trace for group, r in sorted(responses.items())},
     }
-    tiers = [tier_of(r.trace) for r in responses.values()]
-    known = [t for t in tiers if t is not None]
+    known = [t for t in (tier_of(r.trace) for r in responses.values()) if t is not None]
     if known:
         trace["tier"] = max(known)
     calls = sum(int(r.trace.get("llm_calls", 0) or 0) for r in responses.values())
