@@ -53,8 +53,12 @@ def build_backend(settings: Settings) -> SearchBackend:
 
 def build_embedder(settings: Settings, language: str = "") -> CachedEmbedder:
     """The embedder configured for a corpus in ``language`` ('' = the default one), from
-    :data:`~service.plugins.EMBEDDERS`, wrapped in the disk cache."""
-    cfg = settings.embedder.for_language(language)
+    :data:`~service.plugins.EMBEDDERS`, wrapped in the disk cache.
+
+    An automatic (0) ``embedder.threads`` becomes the cores of one process, as in a :class:`Runtime`:
+    left at 0, an embedder would run one thread and index at half speed on two cores.
+    """
+    cfg = resolve(settings).embedder.for_language(language)
     inner: Embedder = EMBEDDERS.entry(cfg.kind).load().from_config(cfg)
     return CachedEmbedder(inner, cfg.cache_dir, batch_size=cfg.batch_size)
 

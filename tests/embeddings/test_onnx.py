@@ -129,3 +129,14 @@ def test_settings_build_the_cached_onnx_embedder(embedding_jar, tmp_path) -> Non
     assert embedder.computed == 2
     with pytest.raises(ConfigError, match=r"embedder.model .* is required for embedder.kind=onnx"):
         load_settings(environ={}, overrides={"embedder": {"kind": "onnx"}})
+
+
+def test_an_automatic_thread_count_becomes_the_cores_of_one_process(embedding_jar, tmp_path) -> None:
+    """Outside a Runtime too (the benchmarks build embedders from raw settings): embedder.threads = 0
+    must not mean one thread, or a cold index embeds at half speed on two cores."""
+    embedding_jar("bge-small-zh-v15-q")
+    embedder = {"kind": "onnx", "model": "bge-small-zh-v15-q", "cache_dir": str(tmp_path)}
+    automatic = load_settings(environ={}, overrides={"cpu": {"cores": 3}, "embedder": embedder})
+    chosen = load_settings(environ={}, overrides={"cpu": {"cores": 3}, "embedder": {**embedder, "threads": 2}})
+    assert build_embedder(automatic).inner._threads == 3
+    assert build_embedder(chosen).inner._threads == 2
