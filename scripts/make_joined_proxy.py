@@ -4,7 +4,8 @@
 Two or three questions of one split (never the training split) about different areas of law are
 asked as one question whose gold set is the union of theirs (``service.corpus.joined``). The
 folder gets split ``joined``, split ``single`` (the same parts asked alone) and ``parts.tsv``, so
-that a benchmark can compare a pipeline on both.
+that a benchmark can compare a pipeline on both. With ``--narrative`` every part but the last is
+told as a statement, so that only the last part asks (``service.corpus.joined.as_statement``).
 
 Usage (the folders the benchmarks read)::
 
@@ -12,6 +13,8 @@ Usage (the folders the benchmarks read)::
         --pairs 100 --triples 60 --max-uses 2 --seed 7 --out /work/data/stard-joined
     python scripts/make_joined_proxy.py --data data/gerlayqa-split --split dev --avoid fit \
         --pairs 200 --triples 100 --max-uses 1 --seed 7 --out /work/data/gerlayqa-joined
+    python scripts/make_joined_proxy.py --data data/stard-split --split dev --avoid fit \
+        --pairs 100 --triples 60 --max-uses 2 --seed 7 --narrative --out /work/data/stard-narrative
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-uses", type=int, default=1, help="how often one question may be a part")
     parser.add_argument("--max-chars", type=int, default=8000, help="longest joined question")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--narrative", action="store_true", help="only the last part of a joined question asks")
     parser.add_argument("--out", required=True, help="folder to write (outside the repository)")
     args = parser.parse_args(argv)
     dataset = Dataset(args.data)
@@ -49,12 +53,13 @@ def main(argv: list[str] | None = None) -> int:
     language = dataset.language
     uses: Counter[str] = Counter()
     joined = draw_joined(singles, arity=3, count=args.triples, seed=args.seed, language=language,
-                         max_uses=args.max_uses, max_chars=args.max_chars, uses=uses)
+                         max_uses=args.max_uses, max_chars=args.max_chars, uses=uses, narrative=args.narrative)
     joined += draw_joined(singles, arity=2, count=args.pairs, seed=args.seed + 1, language=language,
-                          max_uses=args.max_uses, max_chars=args.max_chars, uses=uses)
+                          max_uses=args.max_uses, max_chars=args.max_chars, uses=uses, narrative=args.narrative)
     sizes = write_joined(dataset, singles, joined, args.out, source=args.split,
                          settings={"avoid": avoid, "pairs": args.pairs, "triples": args.triples,
-                                   "max_uses": args.max_uses, "max_chars": args.max_chars, "seed": args.seed})
+                                   "max_uses": args.max_uses, "max_chars": args.max_chars, "seed": args.seed,
+                                   "narrative": args.narrative})
     arity = Counter(len(j.parts) for j in joined)
     print(f"wrote {args.out}: {sizes['joined']} joined questions ({arity[2]} of two parts, {arity[3]} of three) "
           f"from {sizes['single']} questions of {args.split}")

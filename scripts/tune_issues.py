@@ -11,10 +11,15 @@ threshold of the grid (``same_topic``) it reports:
 - *joined count*: share of joined questions segmented into as many issues as they have parts;
 - *boundary P/R/F1*: issue starts that fall on a true boundary (within a few characters).
 
+With ``--narrative`` the joined questions tell every part but the last as a statement (only the
+last part asks), and the grid is that of ``statement_topic``, the bar between the statements of a
+question that asks at most once (``same_topic`` stays at its default).
+
 Usage::
 
     python scripts/tune_issues.py --data data/stard-split --split fit
     python scripts/tune_issues.py --data data/gerlayqa-split --split fit --grid 0.2,0.3,0.4,0.5
+    python scripts/tune_issues.py --data data/stard-split --split fit --narrative --grid 0,0.05,0.1,0.15,0.2
 """
 
 from __future__ import annotations
@@ -25,26 +30,27 @@ import time
 
 import numpy as np
 
-from service.agents.issues import segment_issues
+from service.agents.issues import segment_issues, topic_of
 from service.agents.prefilter import LawClassifier
 from service.analysis.chain import analyzer_for
 from service.config import load_settings
 from service.corpus.datasets import Dataset, load_corpus
 from service.corpus.graph import CorpusGraph
-from service.corpus.joined import joined_for_training, part_as_joined
+from service.corpus.joined import as_statement, joined_for_training, part_as_joined
 from service.pipelines.build import Runtime
-from service.pipelines.issue_pool import topic_of
 from service.training import folds_of
 
 TOLERANCE = {"zh": 4, "default": 40}
 """Characters a found issue start may be off a true boundary (joiners such as "另外，" lie between)."""
 
 
-def _boundaries(text: str, parts: list[str], language: str) -> list[int]:
+def _boundaries(text: str, parts: list[str], language: str, *, narrative: bool = False) -> list[int]:
     """Where parts 2..n start in the joined text."""
     out, at = [], 0
     for i, part in enumerate(parts):
-        stem = part_as_joined(part, language, first=i == 0, last=i == len(parts) - 1)[:12]
+        last = i == len(parts) - 1
+        stem = part_as_joined(part, language, first=i == 0, last=last)
+        stem = (stem if last or not narrative else as_statement(stem, language))[:12]
         at = text.find(stem, at)
         if i > 0:
             out.append(at)
@@ -58,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--grid", default="0,0.1,0.2,0.25,0.3,0.35,0.4,0.5,1.01",
                         help="topic-cosine thresholds (1.01: no topic merging)")
+    parser.add_argument("--narrative", action="store_true",
+                        help="only the last part of a joined question asks; the grid is statement_topic's")
     args = parser.parse_args(argv)
     dataset = Dataset(args.data)
     queries, qrels = dataset.queries(args.split), dataset.qrels(args.split)
@@ -90,16 +98,16 @@ def main(argv: list[str] | None = None) -> int:
 
         joined = joined_for_training([rows[i][0].qid for i in held], [rows[i][0].text for i in held],
                                      [rows[i][1] for i in held], graph, language=language, seed=100 + f,
-                                     pairs=0.3, triples=0.2)
+                                     pairs=0.3, triples=0.2, narrative=args.narrative)
         texts = {rows[i][0].qid: rows[i][0].text for i in held}
         for threshold in grid:
+            bar = {"statement_topic" if args.narrative else "same_topic": threshold}
             for i in held:
-                kept[threshold].append(len(segment_issues(rows[i][0].text, language, cached,
-                                                          same_topic=threshold)) == 1)
+                kept[threshold].append(len(segment_issues(rows[i][0].text, language, cached, **bar)) == 1)
             for j in joined:
-                issues = segment_issues(j.text, language, cached, same_topic=threshold)
+                issues = segment_issues(j.text, language, cached, **bar)
                 counted[threshold].append(len(issues) == len(j.parts))
-                truth = _boundaries(j.text, [texts[p] for p in j.parts], language)
+                truth = _boundaries(j.text, [texts[p] for p in j.parts], language, narrative=args.narrative)
                 starts = [i.start for i in issues[1:]]
                 found[threshold][0] += sum(any(abs(s - b) <= tolerance for b in truth) for s in starts)
                 found[threshold][1] += len(starts)

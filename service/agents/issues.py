@@ -16,6 +16,12 @@ it. Adjacent candidates are then merged while they concern the same topic:
   prior, which would make every span look alike) is at least :data:`SAME_TOPIC`;
 - at most :data:`MAX_ISSUES` issues remain (the most similar neighbours merge first).
 
+A question that asks at most once tells its issues as facts ("I was dismissed without severance.
+And on my way home a car hit me, the driver won't pay. What can I do?"). With a topic model, its
+units are then the candidates, merged the same way under the stricter bar :data:`STATEMENT_TOPIC`:
+only a clear change of topic between neighbouring statements separates two issues (Chinese only,
+as measured).
+
 A single-issue question gives one issue: the whole question.
 
 Example::
@@ -42,8 +48,18 @@ SAME_TOPIC = 0.4
 """Topic cosine at and above which two neighbouring spans are one issue (tuned cross-fitted on
 questions joined from the STARD and GerLayQA training splits: scripts/tune_issues.py; the boundary
 F1 is flat from 0.3 to 0.5 on STARD and peaks at 0.3 to 0.4 on GerLayQA)."""
+STATEMENT_TOPIC = {"zh": 0.2}
+"""Per language, the topic cosine under which two neighbouring statements of a question that asks at
+most once are two issues; a language not listed keeps such a question whole. Tuned like
+:data:`SAME_TOPIC`, on joined questions whose earlier parts were told as statements
+(scripts/tune_issues.py --narrative). German lay questions tell one problem over many sentences:
+on GerLayQA fit, cutting their statements at 0.05 kept 56 % of the single questions whole (73 %
+without) and found few true boundaries (F1 0.16), so German is not listed."""
 MIN_CHARS = {"zh": 8, "default": 60}
 """A span shorter than this (characters) is never an issue of its own."""
+STATEMENT_MIN_CHARS = {"zh": 12, "default": 60}
+"""The same for the statements of a question that asks at most once: a short clause there is
+mostly background ("我在公司上班三年"), so Chinese statements need more characters to stand alone."""
 
 _UNIT_ZH = re.compile(r"(?<=[？?！!。；;])|(?<=[，,])")
 _UNIT_LATIN = re.compile(r"(?<=[?!;])\s+|(?<=[.])\s+(?=[A-ZÄÖÜÀ-Ý0-9])|\s+(?=\d\s?[.)]\s)")
@@ -91,8 +107,8 @@ def asks(unit: str, language: str) -> bool:
     return bool((_QUESTION_ZH if language == "zh" else _QUESTION_LATIN).search(unit))
 
 
-def _min_chars(language: str) -> int:
-    return MIN_CHARS.get(language, MIN_CHARS["default"])
+def _min_chars(language: str, table: dict[str, int] = MIN_CHARS) -> int:
+    return table.get(language, table["default"])
 
 
 def _cosine(p: np.ndarray, q: np.ndarray) -> float:
@@ -125,12 +141,22 @@ def question_spans(text: str, language: str) -> list[list[int]]:
 
 
 def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_issues: int = MAX_ISSUES,
-                   same_topic: float = SAME_TOPIC) -> list[Issue]:
-    """The question's issues, in order (one issue, the whole question, when it raises one)."""
+                   same_topic: float = SAME_TOPIC, statement_topic: float | None = None) -> list[Issue]:
+    """The question's issues, in order (one issue, the whole question, when it raises one).
+
+    ``same_topic`` is the merging bar between question spans; ``statement_topic`` the one between the
+    units of a question that asks at most once (``None``: the language's :data:`STATEMENT_TOPIC`;
+    0: such a question is always one issue).
+    """
     spans = question_spans(text, language)
+    shortest = _min_chars(language)
+    if statement_topic is None:
+        statement_topic = STATEMENT_TOPIC.get(language, 0.0)
+    if len(spans) < 2 and topic is not None and statement_topic > 0:
+        spans = [[a, b] for a, b in units_of(text, language)]
+        same_topic, shortest = statement_topic, _min_chars(language, STATEMENT_MIN_CHARS)
     if len(spans) < 2:
         return [Issue(text[a:b], a, b) for a, b in spans]
-    shortest = _min_chars(language)
     topics: list[np.ndarray | None] = [None] * len(spans)
 
     def topic_of(i: int) -> np.ndarray | None:

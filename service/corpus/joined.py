@@ -8,7 +8,9 @@ areas, one per division (:data:`CODE_DIVISIONS`: the seven books of the Chinese 
 replaced seven separate laws in 2021; the five books of the BGB, with the law of obligations
 split into its general part and its main contract types). Parts are joined the way people write,
 with a seeded choice per boundary: one question after the other, a connective ("另外", "Außerdem
-…"), a semicolon, or only a comma, the question mark of the earlier part dropped.
+…"), a semicolon, or only a comma, the question mark of the earlier part dropped. A *narrative*
+joined question tells every part but the last as a statement (:func:`as_statement`), as people
+who list their problems and ask once at the end do.
 
 Example::
 
@@ -101,6 +103,18 @@ def _join_latin(a: str, b: str, rng: random.Random) -> tuple[str, str]:
 
 _JOINERS: dict[str, Callable[[str, str, random.Random], tuple[str, str]]] = {"zh": _join_zh, "de": _join_de}
 
+_ASKING_ZH = re.compile(
+    r"请问|吗|什么|怎么办|怎么|怎样|如何|能否|可否|是否|哪些|哪个|哪|谁|多少|多久|多长|为何|为什么|有没有|能不能|"
+    r"可不可以|要不要|该不该|会不会|呢")
+
+
+def as_statement(text: str, language: str) -> str:
+    """A question told as a statement: question marks become commas (Chinese) or full stops, and
+    Chinese question words go ("旅游者可以转让合同吗？" → "旅游者可以转让合同")."""
+    if language == "zh":
+        return _END.sub("", _ASKING_ZH.sub("", text.replace("？", "，").replace("?", "，"))).strip("，, ")
+    return re.sub(r"\?+", ".", text).strip()
+
 
 def part_as_joined(text: str, language: str, *, first: bool, last: bool) -> str:
     """A part as it reads inside a joined question: greetings only at the start, sign-offs only at the end."""
@@ -136,10 +150,14 @@ class Joined:
     gold: frozenset[str]
 
 
-def join_texts(texts: Sequence[str], language: str, rng: random.Random) -> tuple[str, tuple[str, ...]]:
-    """The texts as one question, and the joiner chosen at each boundary."""
+def join_texts(texts: Sequence[str], language: str, rng: random.Random, *, narrative: bool = False
+               ) -> tuple[str, tuple[str, ...]]:
+    """The texts as one question, and the joiner chosen at each boundary; ``narrative``: every text
+    but the last told as a statement."""
     join = _JOINERS.get(language, _join_latin)
     parts = [part_as_joined(t, language, first=i == 0, last=i == len(texts) - 1) for i, t in enumerate(texts)]
+    if narrative:
+        parts = [as_statement(p, language) for p in parts[:-1]] + parts[-1:]
     text, joiners = parts[0], []
     for part in parts[1:]:
         text, style = join(text, part, rng)
@@ -149,10 +167,11 @@ def join_texts(texts: Sequence[str], language: str, rng: random.Random) -> tuple
 
 def draw_joined(singles: Sequence[Single], *, arity: int, count: int, seed: int, language: str,
                 max_uses: int = 1, max_chars: int = 8000, prefix: str = "j",
-                uses: Counter[str] | None = None) -> list[Joined]:
+                uses: Counter[str] | None = None, narrative: bool = False) -> list[Joined]:
     """``count`` joined questions of ``arity`` parts with pairwise disjoint areas (fewer when the
     singles do not allow more). Each single is used at most ``max_uses`` times overall (``uses``
-    carries the counts across calls), and no set of parts is drawn twice.
+    carries the counts across calls), and no set of parts is drawn twice. ``narrative``: only the
+    last part asks (:func:`join_texts`).
     """
     rng = random.Random(seed)
     uses = uses if uses is not None else Counter()
@@ -180,7 +199,7 @@ def draw_joined(singles: Sequence[Single], *, arity: int, count: int, seed: int,
         key = frozenset(s.qid for s in chosen)
         if len(chosen) < arity or key in seen:
             continue
-        text, joiners = join_texts([s.text for s in chosen], language, rng)
+        text, joiners = join_texts([s.text for s in chosen], language, rng, narrative=narrative)
         if len(text) > max_chars:
             continue
         seen.add(key)
@@ -266,7 +285,7 @@ TRAINING_TRIPLES = 0.10
 
 def joined_for_training(qids: Sequence[str], texts: Sequence[str], golds: Sequence[set[str]], graph: CorpusGraph, *,
                         language: str, seed: int, pairs: float = TRAINING_PAIRS,
-                        triples: float = TRAINING_TRIPLES) -> list[Joined]:
+                        triples: float = TRAINING_TRIPLES, narrative: bool = False) -> list[Joined]:
     """Joined questions drawn from one training fold's questions (each used at most once), so that
     the reranker learns from multi-issue pools too. Their parts never leave the fold, so cross-fitted
     models still never saw them."""
@@ -274,7 +293,7 @@ def joined_for_training(qids: Sequence[str], texts: Sequence[str], golds: Sequen
                for q, t, g in zip(qids, texts, golds, strict=True)]
     uses: Counter[str] = Counter()
     out = draw_joined(singles, arity=3, count=round(triples * len(singles)), seed=seed, language=language,
-                      uses=uses, prefix=f"train{seed}-j")
+                      uses=uses, prefix=f"train{seed}-j", narrative=narrative)
     out += draw_joined(singles, arity=2, count=round(pairs * len(singles)), seed=seed + 1, language=language,
-                       uses=uses, prefix=f"train{seed}-j")
+                       uses=uses, prefix=f"train{seed}-j", narrative=narrative)
     return out

@@ -64,3 +64,39 @@ def test_at_most_max_issues_remain() -> None:
     assert len(segment_issues(text, "zh", max_issues=2)) == 2
     spread = [np.eye(4)[i] for i in range(4)]
     assert len(segment_issues(text, "zh", lambda s: spread[text.index(s) * 4 // len(text)], max_issues=3)) == 3
+
+
+def _labour_or_traffic(span: str) -> np.ndarray:
+    """A topic of two sections, additive over the words that speak for each (like term evidence)."""
+    labour = sum(span.count(w) for w in ("辞退", "补偿", "工资"))
+    traffic = sum(span.count(w) for w in ("车撞", "医药费", "全责"))
+    return np.array([labour, 0.0]) + np.array([0.0, traffic])
+
+
+def test_a_question_that_asks_once_is_cut_where_its_statements_change_topic() -> None:
+    text = ("公司突然把我辞退了也不给经济补偿，还拖欠我两个月工资。"
+            "另外我下班路上被车撞了，对方全责却不肯赔医药费，我该怎么办？")
+    issues = segment_issues(text, "zh", _labour_or_traffic)
+    assert [i.text for i in issues] == ["公司突然把我辞退了也不给经济补偿，还拖欠我两个月工资。",
+                                        "另外我下班路上被车撞了，对方全责却不肯赔医药费，我该怎么办？"]
+    assert all(text[i.start:i.end] == i.text for i in issues)
+    assert len(segment_issues(text, "zh", _labour_or_traffic, statement_topic=0)) == 1  # 0: kept whole
+    assert len(segment_issues(text, "zh")) == 1  # no topic model: no evidence to cut statements
+
+
+def test_statements_on_one_topic_and_short_background_clauses_stay_one_issue() -> None:
+    one_topic = "公司突然把我辞退了，也不给经济补偿，还拖欠我两个月的工资没有发，我该怎么办？"
+    assert len(segment_issues(one_topic, "zh", _labour_or_traffic)) == 1
+    background = "我下班路上被车撞，公司不给工资补偿，怎么办？"  # clauses under 12 characters join a neighbour
+    assert len(segment_issues(background, "zh", _labour_or_traffic)) == 1
+
+
+def test_statements_are_not_cut_in_languages_without_a_statement_bar() -> None:
+    text = ("Mein Arbeitgeber hat mir fristlos gekündigt und zahlt den letzten Lohn nicht aus. "
+            "Außerdem hat mich auf dem Heimweg ein Auto angefahren und der Fahrer zahlt nichts. Was kann ich tun?")
+
+    def topic(span: str) -> np.ndarray:
+        return np.array([span.count("Lohn") + span.count("gekündigt"), span.count("Auto") + span.count("Fahrer")])
+
+    assert len(segment_issues(text, "de", topic)) == 1
+    assert len(segment_issues(text, "de", topic, statement_topic=0.2)) == 2

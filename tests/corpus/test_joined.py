@@ -9,9 +9,19 @@ from pathlib import Path
 
 import pytest
 
+from service.agents.issues import asks, units_of
 from service.corpus.datasets import Dataset
 from service.corpus.graph import CorpusGraph
-from service.corpus.joined import Single, area_of, draw_joined, join_texts, read_parts, singles_of, write_joined
+from service.corpus.joined import (
+    Single,
+    area_of,
+    as_statement,
+    draw_joined,
+    join_texts,
+    read_parts,
+    singles_of,
+    write_joined,
+)
 from service.corpus.model import LegalDoc
 
 pytestmark = pytest.mark.unit
@@ -51,6 +61,26 @@ def test_joining_keeps_every_part_and_records_the_joiners() -> None:
                           "Guten Tag, ich wurde gekündigt. Was nun? Vielen Dank"], "de", random.Random(1))
     assert text.startswith("Hallo, mein Vermieter") and text.endswith("Vielen Dank")
     assert "Grüßen Anna" not in text and "Guten Tag" not in text and "Ich wurde gekündigt." in text
+
+
+
+def test_a_statement_keeps_the_issue_and_drops_what_asks() -> None:
+    assert as_statement("旅游者可以转让合同吗？", "zh") == "旅游者可以转让合同"
+    assert as_statement("公司辞退我，能否要求经济补偿？", "zh") == "公司辞退我，要求经济补偿"
+    statement = as_statement("Darf mein Vermieter die Kaution behalten?", "de")
+    assert statement == "Darf mein Vermieter die Kaution behalten."
+
+
+def test_a_narrative_joined_question_asks_only_in_its_last_part() -> None:
+    parts = ["公司辞退我能要补偿吗？", "医疗事故怎么鉴定？", "房东不退押金怎么办？"]
+    for seed in range(20):
+        text, joiners = join_texts(parts, "zh", random.Random(seed), narrative=True)
+        assert text.endswith("房东不退押金怎么办？") and "公司辞退我" in text and "医疗事故" in text
+        assert [asks(text[a:b], "zh") for a, b in units_of(text, "zh")][-1]
+        assert not any(asks(text[a:b], "zh") for a, b in units_of(text, "zh") if b <= text.index("房东"))
+        assert len(joiners) == 2
+    drawn = draw_joined(_singles(), arity=2, count=2, seed=3, language="zh", narrative=True)
+    assert drawn and all(j.text.count("怎么办") == 1 for j in drawn)
 
 
 def _singles() -> list[Single]:
