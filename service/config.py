@@ -538,6 +538,9 @@ class RoutingSettings(RoutingNumbers):
     use_calibration: bool = True
     llm_complexity: bool = True
     """With an LLM configured, let it rate the five dimensions (falls back to the offline counts)."""
+    escalate_issues: bool = True
+    """Send a question that raises two or more issues to the last tier, whatever its score: only that
+    tier searches each issue on its own (service/routing/issues.py)."""
     metadata_ttl_s: float = 60.0
     """How long a process keeps an index's and a model folder's calibration before reading it again."""
 

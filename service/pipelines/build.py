@@ -40,6 +40,7 @@ from service.rerank.base import RerankerParts
 from service.rerank.cross_encoder import CrossEncoderReranker
 from service.rerank.features import static_columns
 from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights
+from service.routing.issues import IssueCounter
 from service.routing.laws import ClassifierLawCounter
 from service.routing.router import LawCounter
 
@@ -272,6 +273,11 @@ class Runtime:
         """Routing's count of the laws a question touches, by the trained law classifier (``None``
         without a model folder)."""
         return ClassifierLawCounter(self.models) if self.settings.index.model_dir else None
+
+    def issue_counter(self) -> IssueCounter:
+        """Routing's count of the issues a question raises (the agentic segmentation, with the trained
+        law classifier as its topic model when there is a model folder)."""
+        return IssueCounter(self.models)
 
     def model_routing(self) -> dict[str, Any] | None:
         """The routing calibration that ``lexsearch train`` stored with ``index.model_dir`` (``None``

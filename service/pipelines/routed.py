@@ -3,6 +3,7 @@
 Data flow of one search::
 
     probe (BM25 + kNN, once)  ->  complexity (intrinsic + QSI/RDI)  ->  tier  ->  strategy
+        (a question of two or more issues: the last tier, ``routing.escalate_issues``)
         tier 0  hybrid fusion of the probe (no further retrieval)
         tier 1  hybrid + learned reranker      ("hybrid+rerank")
         tier 2  agentic rewrites + reranker    ("agentic", lighter options)
@@ -122,6 +123,7 @@ class RoutedPipeline:
         law_count: the law classifier's count of predicted laws (``None`` = no trained model).
         model_routing: the routing calibration stored with the trained models (``None`` = none), read
             again when the cached parameters expire.
+        issue_count: how many issues a question raises (``None`` = never escalate for issues).
 
     Example::
 
@@ -133,8 +135,10 @@ class RoutedPipeline:
 
     def __init__(self, settings: Settings, *, backend: SearchBackend, pipelines: Callable[[str], Pipeline],
                  llm: LlmClient | None = None, law_count: LawCounter | None = None,
-                 model_routing: Callable[[], Mapping[str, Any] | None] = lambda: None) -> None:
+                 model_routing: Callable[[], Mapping[str, Any] | None] = lambda: None,
+                 issue_count: Callable[[str, str], int] | None = None) -> None:
         self.settings = settings
+        self.issue_count = issue_count if settings.routing.escalate_issues else None
         self.backend = backend
         self.pipelines = pipelines
         self.model_routing = model_routing
@@ -147,11 +151,12 @@ class RoutedPipeline:
     def from_runtime(cls, runtime: Runtime, *, name: str = "routed") -> RoutedPipeline:
         """The pipeline with the runtime's collaborators: its tier pipelines, its LLM client when
         ``routing.llm_complexity`` is on, the law classifier and the routing calibration of its
-        trained models."""
+        trained models, and the count of a question's issues."""
         settings = runtime.settings
         return cls(settings, backend=runtime.backend, pipelines=runtime.pipeline,
                    llm=runtime.llm_client() if settings.routing.llm_complexity else None,
-                   law_count=runtime.law_counter(), model_routing=runtime.model_routing)
+                   law_count=runtime.law_counter(), model_routing=runtime.model_routing,
+                   issue_count=runtime.issue_counter())
 
     # ----- parameters ----------------------------------------------------------------------------
 
@@ -245,10 +250,15 @@ class RoutedPipeline:
         params = self.params(request.index)
         probe = self.probe(request, params, watch)
         budget = self._budget()
+        issues = None
         with watch.stage("complexity"):
             if options.forced_tier is None:
                 report = self.assess(request, probe, params, options, budget)
                 tier = self.router.tier(report.score, params)
+                last = len(self.router.strategies) - 1
+                if tier < last and self.issue_count is not None:
+                    issues = self.issue_count(request.query, request.lang)
+                    tier = last if issues > 1 else tier
             else:
                 report, tier = None, options.forced_tier
         with watch.stage("strategy"):
@@ -261,6 +271,7 @@ class RoutedPipeline:
             "tier": tier,
             "tier_label": outcome.strategy.label,
             "score": None if report is None else round(report.score, 4),
+            "issues": issues,
             "qsi": None if report is None or report.qsi is None else round(report.qsi, 4),
             "rdi": None if report is None or report.rdi is None else round(report.rdi, 4),
             "complexity": None if report is None else report.to_dict(),

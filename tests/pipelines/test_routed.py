@@ -103,6 +103,28 @@ def test_stored_calibration_steers_the_router(runtime: Runtime) -> None:
     assert _run(runtime).trace["routing"]["params"]["sources"]["thresholds"] == "settings"
 
 
+
+def test_a_question_of_several_issues_goes_to_the_last_tier(runtime: Runtime) -> None:
+    """The thresholds send every score to tier 0; two questions about two matters still get the last
+    tier, the only one that searches each issue (routing.escalate_issues)."""
+    two_issues = "公司辞退我能要经济补偿吗？房东不退押金怎么办？"
+    backend = runtime.backend
+    backend.update_metadata("mini", routing={"thresholds": [1.0, 1.0, 1.0], "gamma": 0.5})
+    try:
+        routing = _run(runtime, two_issues).trace["routing"]
+        assert (routing["tier"], routing["issues"], routing["strategy"]["tier"]) == (3, 2, 3)
+        assert routing["strategy"]["pipeline"] == "agentic"
+        single = _run(runtime).trace["routing"]
+        assert (single["tier"], single["issues"]) == (0, 1)
+        assert _run(runtime, two_issues, tier="1").trace["routing"]["issues"] is None  # forced: not counted
+        off = load_settings(environ={}, overrides={"routing": {"metadata_ttl_s": 0, "escalate_issues": False}})
+        plain = RoutedPipeline(off, backend=backend, pipelines=runtime.pipeline, issue_count=runtime.issue_counter())
+        routing = plain.run(SearchRequest(query=two_issues, index="mini", k=10)).trace["routing"]
+        assert (routing["tier"], routing["issues"]) == (0, None)
+    finally:
+        backend.update_metadata("mini", routing={})
+
+
 def test_evaluation_reports_set_metrics(runtime: Runtime, mini_dataset) -> None:
     queries, qrels = mini_dataset.queries("dev"), mini_dataset.qrels("dev")
     result, run = evaluate(runtime.pipeline("routed"), queries, qrels, index="mini", k=10)
