@@ -540,7 +540,7 @@ class RoutingSettings(RoutingNumbers):
     """With an LLM configured, let it rate the five dimensions (falls back to the offline counts)."""
     escalate_issues: bool = True
     """Send a question that raises two or more issues to the last tier, whatever its score: only that
-    tier searches each issue on its own (service/routing/issues.py)."""
+    tier searches each issue on its own (``service.agents.issues.IssueCounter``)."""
     metadata_ttl_s: float = 60.0
     """How long a process keeps an index's and a model folder's calibration before reading it again."""
 

@@ -22,7 +22,8 @@ units are then the candidates, merged the same way under the stricter bar :data:
 only a clear change of topic between neighbouring statements separates two issues (Chinese only,
 as measured).
 
-A single-issue question gives one issue: the whole question.
+A single-issue question gives one issue: the whole question. :class:`IssueCounter` counts the
+issues for routing, which sends a question of several to the tier that searches each one.
 
 Example::
 
@@ -41,6 +42,7 @@ import numpy as np
 
 from service.agents.base import AgentName, Evidence, OfflineRewriter, Rewrite, RewriteOutput, TrainedParts
 from service.analysis.chain import analyzer_for
+from service.analysis.language import detect_language
 from service.corpus.model import Query
 
 MAX_ISSUES = 3
@@ -226,3 +228,30 @@ class OfflineIssueRewriter(OfflineRewriter):
         if len(issues) < 2:
             return RewriteOutput([])
         return RewriteOutput([Rewrite(text=i.text, agent=self.agent, round=evidence.round) for i in issues])
+
+
+class IssueCounter:
+    """``(question, lang) -> count`` of its issues, as the agentic search segments it: routing's
+    signal that a question needs the tier that searches each issue (``routing.escalate_issues``).
+
+    With a trained model folder, the law classifier is the topic model and the folder's language
+    stands in for a missing ``lang``; without one, questions are cut at their questions only.
+
+    Args:
+        models: gives the trained models (a ``service.models.TrainedModels``, or ``None``), the
+            runtime's, so the folder is loaded once for every pipeline.
+
+    Example::
+
+        count = IssueCounter(runtime.models)
+        count("公司辞退我能要补偿吗？房东不退押金怎么办？", "zh")   # 2
+    """
+
+    def __init__(self, models: Callable[[], Any]) -> None:
+        self.models = models
+
+    def __call__(self, question: str, lang: str) -> int:
+        models = self.models()
+        language = lang or (models.language if models is not None else "") or detect_language(question)
+        topic = topic_of(models.law_classifier, language) if models is not None else None
+        return len(segment_issues(question, language, topic))

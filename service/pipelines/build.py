@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from service.agents.factory import AgentFactory
+from service.agents.issues import IssueCounter
 from service.analysis.chain import forget_cached_terms
 from service.backends.base import SearchBackend
 from service.config import EmbedderSettings, Settings
@@ -40,7 +41,6 @@ from service.rerank.base import RerankerParts
 from service.rerank.cross_encoder import CrossEncoderReranker
 from service.rerank.features import static_columns
 from service.retrieval.weights import DEFAULT_WEIGHTS, FusionWeights
-from service.routing.issues import IssueCounter
 from service.routing.laws import ClassifierLawCounter
 from service.routing.router import LawCounter
 

@@ -1,11 +1,13 @@
-"""Issue segmentation: units, question detection, merging by length and by topic."""
+"""Issue segmentation: units, question detection, merging by length and by topic; the issue count."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from service.agents.issues import asks, segment_issues, units_of
+from service.agents.issues import IssueCounter, asks, segment_issues, units_of
 
 pytestmark = pytest.mark.unit
 
@@ -100,3 +102,25 @@ def test_statements_are_not_cut_in_languages_without_a_statement_bar() -> None:
 
     assert len(segment_issues(text, "de", topic)) == 1
     assert len(segment_issues(text, "de", topic, statement_topic=0.2)) == 2
+
+
+def test_the_issue_count_without_a_model_folder_follows_what_the_question_asks() -> None:
+    two = "公司辞退我能要经济补偿吗？房东不退押金怎么办？"
+    count = IssueCounter(lambda: None)
+    assert count(two, "zh") == 2 and count(two, "") == 2  # the language is detected
+    assert count("公司辞退我不给补偿怎么办？", "zh") == 1
+    assert count("Mein Vermieter behält die Kaution. Darf er das?", "de") == 1
+
+
+def test_the_model_folder_gives_the_issue_count_its_language_and_topic() -> None:
+    class Classifier:
+        """Term evidence for two sections: dismissal words and tenancy words."""
+
+        def term_evidence(self, terms: list[str]) -> np.ndarray:
+            text = "".join(terms)
+            return np.array([text.count("辞退") + text.count("补偿"), text.count("押金") + text.count("房东")], float)
+
+    folder = SimpleNamespace(language="zh", law_classifier=Classifier())
+    told = "公司把我辞退了也不给经济补偿。另外房东不退押金还不接电话，我该怎么办？"
+    assert IssueCounter(lambda: folder)(told, "") == 2  # statements on two topics (the folder's language)
+    assert IssueCounter(lambda: None)(told, "zh") == 1  # no topic model: one question, one issue
