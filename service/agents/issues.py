@@ -59,6 +59,11 @@ on GerLayQA fit, cutting their statements at 0.05 kept 56 % of the single questi
 without) and found few true boundaries (F1 0.16), so German is not listed."""
 MIN_CHARS = {"zh": 8, "default": 60}
 """A span shorter than this (characters) is never an issue of its own."""
+STATEMENT_MAX_UNITS = 32
+"""A question that asks at most once is cut into statements only up to this many units. Lay questions
+that tell several issues have few (at most 19 on the narrative STARD proxy); a longer text that
+asks once is a case file told at length, and merging its hundreds of clauses costs a topic per
+merge (a second for 2,000 characters)."""
 STATEMENT_MIN_CHARS = {"zh": 12, "default": 60}
 """The same for the statements of a question that asks at most once: a short clause there is
 mostly background ("我在公司上班三年"), so Chinese statements need more characters to stand alone."""
@@ -155,8 +160,10 @@ def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_
     if statement_topic is None:
         statement_topic = STATEMENT_TOPIC.get(language, 0.0)
     if len(spans) < 2 and topic is not None and statement_topic > 0:
-        spans = [[a, b] for a, b in units_of(text, language)]
-        same_topic, shortest = statement_topic, _min_chars(language, STATEMENT_MIN_CHARS)
+        units = units_of(text, language)
+        if len(units) <= STATEMENT_MAX_UNITS:
+            spans = [[a, b] for a, b in units]
+            same_topic, shortest = statement_topic, _min_chars(language, STATEMENT_MIN_CHARS)
     if len(spans) < 2:
         return [Issue(text[a:b], a, b) for a, b in spans]
     topics: list[np.ndarray | None] = [None] * len(spans)

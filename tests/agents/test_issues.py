@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from service.agents.issues import IssueCounter, asks, segment_issues, units_of
+from service.agents.issues import STATEMENT_MAX_UNITS, IssueCounter, asks, segment_issues, units_of
 
 pytestmark = pytest.mark.unit
 
@@ -124,3 +124,13 @@ def test_the_model_folder_gives_the_issue_count_its_language_and_topic() -> None
     told = "公司把我辞退了也不给经济补偿。另外房东不退押金还不接电话，我该怎么办？"
     assert IssueCounter(lambda: folder)(told, "") == 2  # statements on two topics (the folder's language)
     assert IssueCounter(lambda: None)(told, "zh") == 1  # no topic model: one question, one issue
+
+
+def test_a_long_text_that_asks_once_is_not_cut_into_statements() -> None:
+    """Beyond STATEMENT_MAX_UNITS units it is a case file told at length, and merging costs a topic each."""
+    labour, traffic = "公司突然把我辞退了也不给经济补偿", "我下班路上被车撞了对方全责却不肯赔医药费"
+    short = f"{labour}。另外{traffic}，我该怎么办？"
+    assert len(segment_issues(short, "zh", _labour_or_traffic)) == 2
+    long = "，".join([labour] * STATEMENT_MAX_UNITS + [traffic]) + "，我该怎么办？"
+    assert len(units_of(long, "zh")) > STATEMENT_MAX_UNITS
+    assert len(segment_issues(long, "zh", _labour_or_traffic)) == 1
