@@ -72,7 +72,7 @@ def _labour_or_traffic(span: str) -> np.ndarray:
     """A topic of two sections, additive over the words that speak for each (like term evidence)."""
     labour = sum(span.count(w) for w in ("辞退", "补偿", "工资"))
     traffic = sum(span.count(w) for w in ("车撞", "医药费", "全责"))
-    return np.array([labour, 0.0]) + np.array([0.0, traffic])
+    return np.array([labour, traffic], dtype=float)
 
 
 def test_a_question_that_asks_once_is_cut_where_its_statements_change_topic() -> None:
