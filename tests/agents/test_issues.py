@@ -7,7 +7,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from service.agents.issues import STATEMENT_MAX_UNITS, IssueCounter, asks, segment_issues, units_of
+from service.agents.issues import STATEMENT_MAX_UNITS, IssueCounter, asks, segment_issues, topic_of, units_of
+from service.analysis.chain import analyzer_for
 
 pytestmark = pytest.mark.unit
 
@@ -134,3 +135,25 @@ def test_a_long_text_that_asks_once_is_not_cut_into_statements() -> None:
     long = "，".join([labour] * STATEMENT_MAX_UNITS + [traffic]) + "，我该怎么办？"
     assert len(units_of(long, "zh")) > STATEMENT_MAX_UNITS
     assert len(segment_issues(long, "zh", _labour_or_traffic)) == 1
+
+
+@pytest.mark.parametrize(("language", "text"), [
+    ("zh", "公司把我辞退了也不给经济补偿，还拖欠三个月工资。另外房东不退押金！我该怎么办？能起诉吗？"),
+    ("de", "Mein Arbeitgeber hat mir gekündigt. Der Vermieter behält die Kaution! Was kann ich tun? "
+           "1. Lohn 2) Kaution"),
+])
+def test_the_topic_of_a_span_reads_the_same_terms_unit_by_unit(language: str, text: str) -> None:
+    """The topic tokenizes a span unit by unit (cached per unit, so merged spans cost no new
+    tokenization); the terms are exactly those of the whole span."""
+    seen: list[list[str]] = []
+
+    class Classifier:
+        def term_evidence(self, terms: list[str]) -> np.ndarray:
+            seen.append(list(terms))
+            return np.ones(2)
+
+    topic = topic_of(Classifier(), language)
+    assert topic is not None
+    topic(text)
+    assert len(units_of(text, language)) > 2
+    assert seen == [analyzer_for(language).tokens(text)]
