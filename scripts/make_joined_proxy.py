@@ -53,9 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     language = dataset.language
     uses: Counter[str] = Counter()
     joined = draw_joined(singles, arity=3, count=args.triples, seed=args.seed, language=language,
-                         max_uses=args.max_uses, max_chars=args.max_chars, uses=uses, narrative=args.narrative)
+                         max_uses=args.max_uses, max_chars=args.max_chars, uses=uses, narrative=float(args.narrative))
     joined += draw_joined(singles, arity=2, count=args.pairs, seed=args.seed + 1, language=language,
-                          max_uses=args.max_uses, max_chars=args.max_chars, uses=uses, narrative=args.narrative)
+                          max_uses=args.max_uses, max_chars=args.max_chars, uses=uses, narrative=float(args.narrative))
     sizes = write_joined(dataset, singles, joined, args.out, source=args.split,
                          settings={"avoid": avoid, "pairs": args.pairs, "triples": args.triples,
                                    "max_uses": args.max_uses, "max_chars": args.max_chars, "seed": args.seed,

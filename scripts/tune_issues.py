@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
 
         joined = joined_for_training([rows[i][0].qid for i in held], [rows[i][0].text for i in held],
                                      [rows[i][1] for i in held], graph, language=language, seed=100 + f,
-                                     pairs=0.3, triples=0.2, narrative=args.narrative)
+                                     pairs=0.3, triples=0.2, narrative=float(args.narrative))
         texts = {rows[i][0].qid: rows[i][0].text for i in held}
         for threshold in grid:
             bar = {"statement_topic" if args.narrative else "same_topic": threshold}

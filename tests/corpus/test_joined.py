@@ -13,13 +13,16 @@ from service.agents.issues import asks, units_of
 from service.corpus.datasets import Dataset
 from service.corpus.graph import CorpusGraph
 from service.corpus.joined import (
+    TRAINING_NARRATIVE,
     Single,
     area_of,
     as_statement,
     draw_joined,
     join_texts,
+    joined_for_training,
     read_parts,
     singles_of,
+    told_as_narrative,
     write_joined,
 )
 from service.corpus.model import LegalDoc
@@ -79,8 +82,38 @@ def test_a_narrative_joined_question_asks_only_in_its_last_part() -> None:
         assert [asks(text[a:b], "zh") for a, b in units_of(text, "zh")][-1]
         assert not any(asks(text[a:b], "zh") for a, b in units_of(text, "zh") if b <= text.index("房东"))
         assert len(joiners) == 2
-    drawn = draw_joined(_singles(), arity=2, count=2, seed=3, language="zh", narrative=True)
+    drawn = draw_joined(_singles(), arity=2, count=2, seed=3, language="zh", narrative=1.0)
     assert drawn and all(j.text.count("怎么办") == 1 for j in drawn)
+
+
+def test_a_share_of_narratives_draws_the_same_parts_and_tells_some_as_narratives() -> None:
+    singles = [Single(f"q{i}", f"问题{i}怎么办？", frozenset({f"d{i}"}), frozenset({f"area{i}"})) for i in range(60)]
+    draws = {share: draw_joined(singles, arity=2, count=25, seed=5, language="zh", narrative=share)
+             for share in (0.0, 0.5, 1.0)}
+    assert len({tuple(j.parts for j in drawn) for drawn in draws.values()}) == 1
+    asking = {share: [j.text.count("怎么办") for j in drawn] for share, drawn in draws.items()}
+    assert set(asking[0.0]) == {2} and set(asking[1.0]) == {1}
+    assert 5 <= asking[0.5].count(1) <= 20 and asking[0.5].count(1) + asking[0.5].count(2) == 25
+    texts = ["公司辞退我能要补偿吗？", "房东不退押金怎么办？"]
+    assert told_as_narrative(texts, 0.5) == told_as_narrative(list(texts), 0.5)  # decided by the parts alone
+    assert not told_as_narrative(texts, 0.0) and told_as_narrative(texts, 1.0)
+
+
+def test_training_questions_are_told_as_narratives_only_in_the_languages_listed() -> None:
+    graph = CorpusGraph.build([LegalDoc(id=f"d{i}", citation=f"法{i}第一条", text="条文", law=f"法{i}", lang="zh")
+                               for i in range(40)])
+    qids, texts = [f"q{i}" for i in range(40)], [f"问题{i}怎么办？" for i in range(40)]
+    golds = [{f"d{i}"} for i in range(40)]
+    chinese = joined_for_training(qids, texts, golds, graph, language="zh", seed=1)
+    assert TRAINING_NARRATIVE["zh"] > 0 and "en" not in TRAINING_NARRATIVE
+    assert any(j.text.count("怎么办") < len(j.parts) for j in chinese)
+    english = [f"May my employer do question {i}?" for i in range(40)]
+    assert all(j.text.count("?") == len(j.parts)  # a language not listed: every part asks
+               for j in joined_for_training(qids, english, golds, graph, language="en", seed=1))
+    assert any(j.text.count("?") < len(j.parts)  # (told as a narrative, only the last would)
+               for j in joined_for_training(qids, english, golds, graph, language="en", seed=1, narrative=1.0))
+    assert all(j.text.count("怎么办") == len(j.parts)
+               for j in joined_for_training(qids, texts, golds, graph, language="zh", seed=1, narrative=0.0))
 
 
 def _singles() -> list[Single]:
