@@ -63,7 +63,7 @@ STATEMENT_MAX_UNITS = 32
 """A question that asks at most once is cut into statements only up to this many units. Lay questions
 that tell several issues have few (at most 19 on the narrative STARD proxy); a longer text that
 asks once is a case file told at length, whose clauses are the facts of one matter. (Merging them
-would be cheap: 25 ms for the 133 clauses of 2,000 characters.)"""
+would be cheap: 23 ms for the 133 clauses of 2,000 characters.)"""
 STATEMENT_MIN_CHARS = {"zh": 12, "default": 60}
 """The same for the statements of a question that asks at most once: a short clause there is
 mostly background ("我在公司上班三年"), so Chinese statements need more characters to stand alone."""

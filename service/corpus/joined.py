@@ -296,7 +296,7 @@ TRAINING_TRIPLES = 0.10
 """Joined questions added to a reranker training fold, as shares of the fold's questions."""
 TRAINING_NARRATIVE = {"zh": 0.5, "de": 0.5}
 """Per language, the share of those joined questions told as narratives (only the last part asks);
-0 for a language not listed (and for a corpus in several languages, whose questions have none).
+0 for a language not listed and for a corpus in several languages (its training passes no language).
 The reranker then also learns from questions that tell their issues and ask once, as many lay
 questions do. Held out, agentic R@10 rose on STARD dev (0.7152 → 0.7194), the joined proxy (0.5738 →
 0.5772) and its narrative variant (0.5111 → 0.5224), and on GerLayQA dev (0.4729 → 0.4778), joined
