@@ -125,10 +125,11 @@ def _cosine(p: np.ndarray, q: np.ndarray) -> float:
     return float(p @ q) / norm if norm > 0 else 1.0
 
 
-def question_spans(text: str, language: str) -> list[list[int]]:
+def question_spans(text: str, language: str, units: list[tuple[int, int]] | None = None) -> list[list[int]]:
     """Candidate issues: runs of units that each end in a question (``[start, end]`` offsets); units
-    after the last question join the last run. One span (the whole text) when nothing asks."""
-    units = units_of(text, language)
+    after the last question join the last run. One span (the whole text) when nothing asks.
+    ``units``: the text's :func:`units_of`, when the caller has them."""
+    units = units_of(text, language) if units is None else units
     if not units:
         return []
     spans: list[list[int]] = []
@@ -155,15 +156,14 @@ def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_
     units of a question that asks at most once (``None``: the language's :data:`STATEMENT_TOPIC`;
     0: such a question is always one issue).
     """
-    spans = question_spans(text, language)
+    units = units_of(text, language)
+    spans = question_spans(text, language, units)
     shortest = _min_chars(language)
     if statement_topic is None:
         statement_topic = STATEMENT_TOPIC.get(language, 0.0)
-    if len(spans) < 2 and topic is not None and statement_topic > 0:
-        units = units_of(text, language)
-        if len(units) <= STATEMENT_MAX_UNITS:
-            spans = [[a, b] for a, b in units]
-            same_topic, shortest = statement_topic, _min_chars(language, STATEMENT_MIN_CHARS)
+    if len(spans) < 2 and topic is not None and statement_topic > 0 and len(units) <= STATEMENT_MAX_UNITS:
+        spans = [[a, b] for a, b in units]
+        same_topic, shortest = statement_topic, _min_chars(language, STATEMENT_MIN_CHARS)
     if len(spans) < 2:
         return [Issue(text[a:b], a, b) for a, b in spans]
     topics: list[np.ndarray | None] = [None] * len(spans)
