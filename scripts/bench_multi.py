@@ -18,8 +18,11 @@ taken in turn (first of each, then the seconds, ...) to ten places, the best a j
 by interleaving its issues' answers; *best split* gives each part the number of the ten places that
 finds the most gold, chosen in hindsight.
 
-Where the gold is lost is reported from rankings of the whole pool (``k`` = ``--depth``): *pool*
-is the share of gold anywhere in the ranked pool, *lost* = pool − R@10 the share ranked below ten.
+Every configuration ranks ``k`` = ``--depth`` hits, by default the served depth (``retrieval.depth``,
+100): the depth of ``lexsearch eval`` and of every search for at most that many hits, whose first ten
+do not depend on ``k``. A deeper ``k`` deepens the first retrieval and changes the pools the reranker
+sees, so its first ten are not those a user gets. *pool* is the share of gold anywhere in the ``k``
+hits, *lost* = pool − R@10 the share ranked below ten.
 
 Usage::
 
@@ -167,6 +170,7 @@ def bench_dataset(bench: Bench, model_dir: Path, configs: list[str], depth: int,
     if not (model_dir / "manifest.json").is_file():
         raise SystemExit(f"no model folder {model_dir}; train it first (lexsearch train or scripts/bench_agents.py)")
     runtime = Runtime(load_settings().replace(index={"model_dir": str(model_dir)}))
+    depth = depth or runtime.settings.retrieval.depth
     dataset = Dataset(bench.data)
     index = ensure_dataset_index(runtime, dataset)
     proxy = Dataset(bench.proxy) if bench.proxy and Path(bench.proxy).is_dir() else None
@@ -225,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the dataset folder of one dataset (default: data/<name>, see BENCHES)")
     parser.add_argument("--proxy", action="append", default=[], metavar="DATASET=DIR",
                         help="the joined-question proxy folder of one dataset (scripts/make_joined_proxy.py)")
-    parser.add_argument("--depth", type=int, default=400, help="ranking depth scored (whole pool)")
+    parser.add_argument("--depth", type=int, default=0,
+                        help="ranking depth scored (default 0: the served depth, retrieval.depth)")
     parser.add_argument("--limit", type=int, default=0, help="first N dev questions (0 = all)")
     parser.add_argument("--proxy-limit", type=int, default=0, help="first N joined questions (0 = all)")
     parser.add_argument("--splits", choices=("both", "dev", "proxy"), default="both",
