@@ -195,9 +195,10 @@ class JobRunner:
         request = request_from_json(job.request["search"], default_index=self.ctx.settings.index.name)
         pipeline = self.ctx.runtime.search_pipeline(name)
         stepwise = pipeline.inner
-        # A search of statutes and decisions runs whole: the two are searched one after the other.
+        # A search of statutes and decisions runs whole: the two are searched one after the other; so
+        # does one deeper than the retrieval depth (its head and its tail are two searches).
         if (isinstance(stepwise, StepwisePipeline) and self.ctx.settings.jobs.parallel_steps
-                and not pipeline.groups_to_balance(request)):
+                and not pipeline.runs_whole(request)):
             state = stepwise.start(request)
             self.store.save_state(job_id, 0, encode_state(state))
             self._advance(job_id, 0, stepwise, state)

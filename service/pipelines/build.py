@@ -321,7 +321,9 @@ class Runtime:
 
     def search_pipeline(self, name: str) -> KindBalancedPipeline:
         """The pipeline called ``name`` as the entry points serve it: an index of statutes and decisions is
-        searched one group at a time and the rankings merged (:mod:`service.pipelines.kinds`).
+        searched one group at a time and the rankings merged (:mod:`service.pipelines.kinds`), and a
+        request deeper than ``retrieval.depth`` keeps the first hits of one that is not
+        (:mod:`service.pipelines.deepen`).
         :meth:`pipeline` is the same pipeline without that step, for pipelines built of others and training.
 
         Raises:
@@ -331,7 +333,8 @@ class Runtime:
             pipe = self._search_pipelines.get(name)
             if pipe is None:
                 pipe = KindBalancedPipeline(self.pipeline(name), self.backend,
-                                            enabled=self.settings.retrieval.balance_kinds)
+                                            enabled=self.settings.retrieval.balance_kinds,
+                                            depth=self.settings.retrieval.depth)
                 self._search_pipelines[name] = pipe
             return pipe
 

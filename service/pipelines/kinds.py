@@ -37,6 +37,7 @@ from typing import Any
 from service.backends.base import SearchBackend
 from service.corpus.model import KIND_GROUPS, Filters, Hit, kind_groups
 from service.pipelines.base import Pipeline, SearchRequest, SearchResponse, option_flag, tier_of
+from service.pipelines.deepen import deepened
 
 KINDS_TTL_S = 30.0
 """How long a process trusts the kinds it read of an index (a write may add a kind)."""
@@ -138,13 +139,16 @@ class KindBalancedPipeline:
         inner: the pipeline that searches (one group at a time, or the whole index when it holds one).
         backend: where the index's kinds are read (:func:`index_kinds`).
         enabled: ``retrieval.balance_kinds``; false, every request goes to ``inner`` as it is.
+        depth: ``retrieval.depth``; a request for more hits keeps the head a request for ``depth`` has
+            (:mod:`service.pipelines.deepen`); 0 = off.
     """
 
-    def __init__(self, inner: Pipeline, backend: SearchBackend, *, enabled: bool = True) -> None:
+    def __init__(self, inner: Pipeline, backend: SearchBackend, *, enabled: bool = True, depth: int = 0) -> None:
         self.inner = inner
         self.name = inner.name
         self.backend = backend
         self.enabled = enabled
+        self.depth = depth
 
     def groups_to_balance(self, request: SearchRequest) -> dict[str, tuple[str, ...]]:
         """The groups ``request`` is searched in one by one, each with its kinds; ``{}``: the request goes to
@@ -159,8 +163,16 @@ class KindBalancedPipeline:
         groups = kind_groups(index_kinds(self.backend, request.index))
         return groups if len(groups) > 1 else {}
 
+    def runs_whole(self, request: SearchRequest) -> bool:
+        """Whether ``request`` needs more than one run of ``inner`` (groups to balance, or a request
+        deeper than :attr:`depth`): a job then runs :meth:`run` whole, not ``inner`` step by step."""
+        return bool(self.groups_to_balance(request)) or 0 < self.depth < request.k
+
     def run(self, request: SearchRequest) -> SearchResponse:
-        """Search; see the module docstring."""
+        """Search; see the module docstring (and :mod:`service.pipelines.deepen` for ``k`` above the depth)."""
+        return deepened(self._run_balanced, request, depth=self.depth)
+
+    def _run_balanced(self, request: SearchRequest) -> SearchResponse:
         groups = self.groups_to_balance(request)
         if not groups:
             return self.inner.run(request)
