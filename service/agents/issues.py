@@ -42,7 +42,7 @@ import numpy as np
 
 from service.agents.base import AgentName, Evidence, OfflineRewriter, Rewrite, RewriteOutput, TrainedParts
 from service.analysis.chain import analyzer_for
-from service.analysis.language import detect_language
+from service.analysis.language import question_language
 from service.corpus.model import Query
 
 MAX_ISSUES = 3
@@ -254,12 +254,15 @@ class IssueCounter:
     """``(question, lang) -> count`` of its issues, as the agentic search segments it: routing's
     signal that a question needs the tier that searches each issue (``routing.escalate_issues``).
 
-    With a trained model folder, the law classifier is the topic model and the folder's language
-    stands in for a missing ``lang``; without one, questions are cut at their questions only.
+    With a trained model folder, the law classifier is the topic model; without one, questions are cut
+    at their questions only. A missing ``lang`` is resolved as the agentic search resolves it
+    (:func:`~service.analysis.language.question_language`: the folder's language, else detected among
+    the index's languages).
 
     Args:
         models: gives the trained models (a ``service.models.TrainedModels``, or ``None``), the
             runtime's, so the folder is loaded once for every pipeline.
+        languages: the languages of an index's documents (the runtime's cached index resources).
 
     Example::
 
@@ -267,11 +270,16 @@ class IssueCounter:
         count("公司辞退我能要补偿吗？房东不退押金怎么办？", "zh")   # 2
     """
 
-    def __init__(self, models: Callable[[], Any]) -> None:
+    def __init__(self, models: Callable[[], Any],
+                 languages: Callable[[str], tuple[str, ...]] = lambda index: ()) -> None:
         self.models = models
+        self.languages = languages
 
-    def __call__(self, question: str, lang: str) -> int:
+    def __call__(self, question: str, lang: str, index: str = "") -> int:
         models = self.models()
-        language = lang or (models.language if models is not None else "") or detect_language(question)
+        trained = models.language if models is not None else ""
+        # the index's languages only where they decide (their first lookup builds the index's resources)
+        candidates = self.languages(index) if index and not (lang or trained) else ()
+        language = question_language(question, lang, trained=trained, candidates=candidates)
         topic = topic_of(models.law_classifier, language) if models is not None else None
         return len(segment_issues(question, language, topic))

@@ -8,6 +8,7 @@ Chinese) and, for Latin script, which language's function words and letters appe
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import cache
 
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -70,6 +71,21 @@ def detect_language(text: str, *, default: str = "en", candidates: tuple[str, ..
             return "zh"
         return default if default in allowed else allowed[0]
     return ranked[0][1]
+
+
+def question_language(text: str, lang: str = "", *, trained: str = "", candidates: Sequence[str] = ()) -> str:
+    """The language a question is analysed in: its own ``lang``, else the trained model folder's
+    (``trained``), else the one detected among the index's languages (``candidates``; all supported
+    ones when empty), the first of them, or English, where the text gives no signal. The agentic search
+    and routing's issue count resolve it alike, so both cut a question the same way.
+
+    Example::
+
+        question_language("Vermieter Kaution", candidates=("de", "fr", "it"))   # 'de'
+        question_language("Vermieter Kaution", "fr")                              # 'fr'
+    """
+    allowed = tuple(candidates)
+    return lang or trained or detect_language(text, candidates=allowed or None, default=(allowed or ("en",))[0])
 
 
 @cache

@@ -37,7 +37,7 @@ from service.agents.prefilter import (
 from service.agents.rewriters.decompose import split_issues
 from service.agents.vocabulary import Vocabulary, unseen_share
 from service.analysis.chain import analyzer_for
-from service.analysis.language import detect_language
+from service.analysis.language import question_language
 from service.backends.base import SearchBackend
 from service.config import Settings
 from service.corpus.citations import cites_of
@@ -87,9 +87,8 @@ class AgenticStart:
         retrieval = self.retrieval(request.index)
         if models is not None:
             models.check_embedder(retrieval.embedder.name)
-        language = (request.lang or (models.language if models else "")
-                    or detect_language(request.query, candidates=resources.languages or None,
-                                       default=(resources.languages or ("en",))[0]))
+        language = question_language(request.query, request.lang, trained=models.language if models else "",
+                                     candidates=resources.languages)
         terms = analyzer_for(language).tokens(request.query)
         depth = max(request.k, self.settings.retrieval.depth)
         if probe is None:

@@ -276,8 +276,10 @@ class Runtime:
 
     def issue_counter(self) -> IssueCounter:
         """Routing's count of the issues a question raises (the agentic segmentation, with the trained
-        law classifier as its topic model when there is a model folder)."""
-        return IssueCounter(self.models)
+        law classifier as its topic model when there is a model folder, and the index's languages for
+        questions without one)."""
+        return IssueCounter(self.models,
+                            lambda index: IndexResources.get(self.backend, index, self.models()).languages)
 
     def model_routing(self) -> dict[str, Any] | None:
         """The routing calibration that ``lexsearch train`` stored with ``index.model_dir`` (``None``

@@ -123,7 +123,8 @@ class RoutedPipeline:
         law_count: the law classifier's count of predicted laws (``None`` = no trained model).
         model_routing: the routing calibration stored with the trained models (``None`` = none), read
             again when the cached parameters expire.
-        issue_count: how many issues a question raises (``None`` = never escalate for issues).
+        issue_count: how many issues a question raises, ``(question, lang, index) -> count`` (``None`` =
+            never escalate for issues).
 
     Example::
 
@@ -136,7 +137,7 @@ class RoutedPipeline:
     def __init__(self, settings: Settings, *, backend: SearchBackend, pipelines: Callable[[str], Pipeline],
                  llm: LlmClient | None = None, law_count: LawCounter | None = None,
                  model_routing: Callable[[], Mapping[str, Any] | None] = lambda: None,
-                 issue_count: Callable[[str, str], int] | None = None) -> None:
+                 issue_count: Callable[[str, str, str], int] | None = None) -> None:
         self.settings = settings
         self.issue_count = issue_count if settings.routing.escalate_issues else None
         self.backend = backend
@@ -257,7 +258,7 @@ class RoutedPipeline:
                 tier = self.router.tier(report.score, params)
                 last = len(self.router.strategies) - 1
                 if tier < last and self.issue_count is not None:
-                    issues = self.issue_count(request.query, request.lang)
+                    issues = self.issue_count(request.query, request.lang, request.index)
                     tier = last if issues > 1 else tier
             else:
                 report, tier = None, options.forced_tier

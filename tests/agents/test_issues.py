@@ -113,6 +113,21 @@ def test_the_issue_count_without_a_model_folder_follows_what_the_question_asks()
     assert count("Mein Vermieter behält die Kaution. Darf er das?", "de") == 1
 
 
+def test_the_issue_count_asks_the_index_for_its_languages_only_where_they_decide() -> None:
+    asked: list[str] = []
+
+    def languages(index: str) -> tuple[str, ...]:
+        asked.append(index)
+        return ("zh",)
+
+    count = IssueCounter(lambda: None, languages)
+    two = "公司辞退我能要经济补偿吗？房东不退押金怎么办？"
+    assert count(two, "zh", "stard") == 2 and asked == []  # the question's own language decides
+    assert count(two, "", "stard") == 2 and asked == ["stard"]
+    assert IssueCounter(lambda: SimpleNamespace(language="zh", law_classifier=None), languages)(two, "", "x") == 2
+    assert asked == ["stard"], "a model folder's language decides before the index's"
+
+
 def test_the_model_folder_gives_the_issue_count_its_language_and_topic() -> None:
     class Classifier:
         """Term evidence for two sections: dismissal words and tenancy words."""

@@ -14,7 +14,7 @@ from service.analysis.chain import (
     analyzers_dir,
     forget_cached_terms,
 )
-from service.analysis.language import detect_language
+from service.analysis.language import detect_language, question_language
 
 pytestmark = pytest.mark.unit
 
@@ -37,6 +37,14 @@ def test_detection_respects_candidates_and_default() -> None:
     assert detect_language("Art. 41", candidates=("de", "en"), default="de") == "de"
     assert detect_language("", default="en") == "en"
     assert detect_language("whatever", candidates=("zh",)) == "zh"
+
+
+def test_a_questions_language_is_its_own_then_the_trained_one_then_detected_among_the_index() -> None:
+    assert question_language("Kaution Vermieter", "fr", trained="de") == "fr"
+    assert question_language("Kaution Vermieter", "", trained="de", candidates=("it",)) == "de"
+    assert question_language("Kaution Vermieter") == "en"  # no signal: English
+    assert question_language("Kaution Vermieter", candidates=("de", "fr", "it")) == "de"  # the index's first
+    assert question_language("Mein Vermieter gibt die Kaution nicht zurück", candidates=("fr", "de")) == "de"
 
 
 def test_chinese_is_segmented_by_jieba_and_stopwords_dropped() -> None:
