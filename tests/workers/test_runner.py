@@ -62,10 +62,10 @@ def setup(redis_url: str, mini_embedded: tuple[EmbeddedBackend, str], use_embedd
     return runner, scheduler
 
 
-def search_job(runner: JobRunner, pipeline: str, *, one_ranking: bool = True, **extra: Any) -> str:
+def search_job(runner: JobRunner, pipeline: str, *, one_ranking: bool = True, k: int = 5, **extra: Any) -> str:
     """A search job on the mini index. The index holds statutes and decisions, whose searches run whole
     unless the job asks for one ranking (``one_ranking``), as these tests of the steps do by default."""
-    search = {"query": QUERY, "index": "mini", "k": 5, "explain": True,
+    search = {"query": QUERY, "index": "mini", "k": k, "explain": True,
               "options": {"one_ranking": True} if one_ranking else {}}
     request = {"search": search, "pipeline": pipeline, "status_url": "http://api/v1/jobs/x"}
     return runner.store.create(JobKind.SEARCH, request, **extra).id
@@ -213,3 +213,14 @@ def test_a_search_of_statutes_and_decisions_runs_whole_and_merges_them(
     direct = runner.ctx.runtime.search_pipeline("agentic").run(SearchRequest(QUERY, index="mini", k=5))
     assert [h["doc_id"] for h in job.result["hits"]] == [h.doc_id for h in direct.hits]  # type: ignore[index]
     assert set(job.result["trace"]["groups"]) == {"statutes", "decisions"}  # type: ignore[index]
+
+
+def test_a_search_deeper_than_the_retrieval_depth_runs_whole(setup: tuple[JobRunner, InlineScheduler]) -> None:
+    runner, scheduler = setup
+    deep = runner.ctx.settings.retrieval.depth + 20
+    job_id = search_job(runner, "agentic", k=deep)
+    assert runner.run_search(job_id) == "succeeded"  # not "started": head and tail are two searches
+    assert not scheduler.rounds
+    job = runner.store.get(job_id)
+    assert job is not None and job.status == JobStatus.SUCCEEDED, job.error
+    assert job.result["trace"]["deepened"]["depth"] == runner.ctx.settings.retrieval.depth  # type: ignore[index]
