@@ -251,7 +251,7 @@ class OfflineIssueRewriter(OfflineRewriter):
 
 
 class IssueCounter:
-    """``(question, lang) -> count`` of its issues, as the agentic search segments it: routing's
+    """``(question, lang, index) -> count`` of its issues, as the agentic search segments it: routing's
     signal that a question needs the tier that searches each issue (``routing.escalate_issues``).
 
     With a trained model folder, the law classifier is the topic model; without one, questions are cut
