@@ -7,7 +7,15 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from service.agents.issues import STATEMENT_MAX_UNITS, IssueCounter, asks, segment_issues, topic_of, units_of
+from service.agents.issues import (
+    SAME_TOPIC,
+    STATEMENT_MAX_UNITS,
+    IssueCounter,
+    asks,
+    segment_issues,
+    topic_of,
+    units_of,
+)
 from service.analysis.chain import analyzer_for
 
 pytestmark = pytest.mark.unit
@@ -57,6 +65,24 @@ def test_a_topic_model_merges_neighbours_on_one_topic_and_keeps_the_others_apart
     assert [i.text for i in issues] == ["公司辞退我能要补偿吗？补偿金额是多少？", "房东不退押金怎么办？"]
     assert len(segment_issues(text, "zh", topic, same_topic=0.01)) == 1  # cosine 0.012: one topic at this bar
     assert len(segment_issues(text, "zh", lambda span: np.zeros(3))) == 1  # spans without a topic stay together
+
+
+def test_german_questions_about_one_matter_merge_at_a_lower_bar() -> None:
+    """German lay questions ask several questions about one matter: their spans merge from a cosine of
+    0.2 (SAME_TOPIC), other languages' from 0.4."""
+    rent, deposit = np.array([1.0, 0.0]), np.array([0.3, 0.954])  # cosine 0.3
+
+    def topic(span: str) -> np.ndarray:
+        return rent if "Miete" in span or "rent" in span else deposit
+
+    german = ("Mein Vermieter hat die Miete dieses Jahr schon zweimal erhöht, ist das überhaupt erlaubt? "
+              "Und muss er mir die Kaution nach dem Auszug sofort zurückzahlen oder darf er sie behalten?")
+    english = ("My landlord has already raised the rent twice this year, is that even allowed at all? "
+               "And does he have to pay back my deposit right after I move out, or may he keep it?")
+    assert SAME_TOPIC["de"] < 0.3 < SAME_TOPIC["default"]
+    assert len(segment_issues(german, "de", topic)) == 1
+    assert len(segment_issues(english, "en", topic)) == 2
+    assert len(segment_issues(german, "de", topic, same_topic=0.4)) == 2  # an explicit bar wins
 
 
 def test_at_most_max_issues_remain() -> None:
