@@ -52,10 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     singles = singles_of(dataset, args.split, graph, avoid=avoid)
     language = dataset.language
     uses: Counter[str] = Counter()
+    narrative = 1.0 if args.narrative else 0.0  # every joined question, or none
     joined = draw_joined(singles, arity=3, count=args.triples, seed=args.seed, language=language,
-                         max_uses=args.max_uses, max_chars=args.max_chars, uses=uses, narrative=float(args.narrative))
+                         max_uses=args.max_uses, max_chars=args.max_chars, uses=uses, narrative=narrative)
     joined += draw_joined(singles, arity=2, count=args.pairs, seed=args.seed + 1, language=language,
-                          max_uses=args.max_uses, max_chars=args.max_chars, uses=uses, narrative=float(args.narrative))
+                          max_uses=args.max_uses, max_chars=args.max_chars, uses=uses, narrative=narrative)
     sizes = write_joined(dataset, singles, joined, args.out, source=args.split,
                          settings={"avoid": avoid, "pairs": args.pairs, "triples": args.triples,
                                    "max_uses": args.max_uses, "max_chars": args.max_chars, "seed": args.seed,

@@ -6,7 +6,7 @@ Celery job; only the entry point differs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -109,6 +109,17 @@ class SearchResponse:
     @property
     def answer(self) -> list[Hit]:
         return self.hits if self.returned is None else self.hits[: self.returned]
+
+
+def summed_timings(responses: Iterable[SearchResponse]) -> dict[str, float]:
+    """The stage timings (``trace["timings_ms"]``) of several searches that answer one request, added
+    up stage by stage (entries that are no numbers are left out)."""
+    timings: dict[str, float] = {}
+    for response in responses:
+        for stage, ms in (response.trace.get("timings_ms") or {}).items():
+            if isinstance(ms, (int, float)):
+                timings[stage] = round(timings.get(stage, 0.0) + ms, 3)
+    return timings
 
 
 def tier_of(trace: dict[str, Any]) -> int | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from service.pipelines.base import SearchRequest, SearchResponse
+from service.pipelines.base import SearchRequest, SearchResponse, summed_timings
 
 STAGE = "deepened"
 """The name of the step in the trace and in a tail hit's ``scores`` (the score its own search gave it)."""
@@ -51,10 +51,7 @@ def deepened(run: Callable[[SearchRequest], SearchResponse], request: SearchRequ
         hits.append(replace(hit, score=floor, scores={**hit.scores, STAGE: hit.score}))
     trace = dict(head.trace)
     trace[STAGE] = {"depth": depth, "k": request.k, "head": len(head.hits), "tail": len(hits) - len(head.hits)}
-    timings = dict(head.trace.get("timings_ms") or {})
-    for stage, ms in (deep.trace.get("timings_ms") or {}).items():
-        if isinstance(ms, (int, float)) and isinstance(timings.get(stage, 0.0), (int, float)):
-            timings[stage] = round(timings.get(stage, 0.0) + ms, 3)
+    timings = summed_timings((head, deep))
     if timings:
         trace["timings_ms"] = timings
     return replace(head, hits=hits, trace=trace)

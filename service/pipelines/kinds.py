@@ -36,7 +36,7 @@ from typing import Any
 
 from service.backends.base import SearchBackend
 from service.corpus.model import KIND_GROUPS, Filters, Hit, kind_groups
-from service.pipelines.base import Pipeline, SearchRequest, SearchResponse, option_flag, tier_of
+from service.pipelines.base import Pipeline, SearchRequest, SearchResponse, option_flag, summed_timings, tier_of
 from service.pipelines.deepen import deepened
 
 KINDS_TTL_S = 30.0
@@ -111,14 +111,9 @@ def merge_groups(responses: dict[str, SearchResponse], k: int) -> tuple[list[Hit
 def merged_trace(name: str, responses: dict[str, SearchResponse]) -> dict[str, Any]:
     """The trace of a merged search: each group's own trace under ``groups``, the stage timings summed,
     the highest routing tier and the LLM calls added up, where the groups' traces have them."""
-    timings: dict[str, float] = {}
-    for response in responses.values():
-        for stage, ms in (response.trace.get("timings_ms") or {}).items():
-            if isinstance(ms, (int, float)):
-                timings[stage] = round(timings.get(stage, 0.0) + ms, 3)
     trace: dict[str, Any] = {
         "pipeline": name,
-        "timings_ms": timings,
+        "timings_ms": summed_timings(responses.values()),
         STAGE: {group: {"hits": len(r.hits), "answer": len(r.answer)} for group, r in sorted(responses.items())},
         "groups": {group: r.trace for group, r in sorted(responses.items())},
     }
