@@ -110,7 +110,10 @@ class SentenceTransformerEmbedder:
         return [text[a:b] for a, b in itertools.pairwise(bounds) if text[a:b].strip()]
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(texts, self._query_prefix)
+        # One text per call: padded batches round a vector with its neighbours (docs/EMBEDDERS.md).
+        if not texts:
+            return self._encode(texts, self._query_prefix)
+        return np.vstack([self._encode([text], self._query_prefix) for text in texts])
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, self._document_prefix)

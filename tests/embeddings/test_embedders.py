@@ -13,6 +13,11 @@ from service.embeddings.use import UseEmbedder
 pytestmark = pytest.mark.unit
 
 TEXTS = ["Der Mieter muss die Kaution leisten.", "The tenant pays a deposit.", "承租人应当支付押金。"]
+QUESTIONS = [f"{subject} {issue}" for subject in (
+    "Mein Vermieter gibt die Kaution nicht zurück,", "My employer fired me without notice", "Der Nachbar baut zu nah",
+    "Le bailleur refuse de rendre la garantie", "Il datore di lavoro non paga lo stipendio",
+) for issue in ("was kann ich tun?", "and kept my last salary, what now? " * 3, "seit drei Monaten.")]
+"""Questions of several lengths, for the tests that a query's vector does not depend on its batch."""
 
 
 def _check(embedder: Embedder) -> None:
@@ -49,6 +54,8 @@ def test_sentence_transformers_with_a_local_model() -> None:
                                      "Cats sleep a lot."])
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-4)
     assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2]
+    alone = np.vstack([embedder.embed_queries([q]) for q in QUESTIONS])
+    assert np.array_equal(embedder.embed_queries(QUESTIONS), alone)
 
 
 def test_sentence_transformers_missing_folder_is_a_config_error(tmp_path) -> None:
@@ -106,3 +113,14 @@ def test_sentence_transformers_keeps_the_end_of_a_long_question() -> None:
                                        facts + "Can the contract be annulled for fraud?"])
     # a 256-token model cut the input before the question: both vectors would be identical
     assert float(one @ two) < 0.9999
+
+
+def test_a_use_query_vector_depends_on_its_text_alone(tmp_path) -> None:
+    """Alone, in a batch, after the cache took some, on one or two threads: bit for bit the same vector."""
+    one, two = UseEmbedder(threads=1), UseEmbedder(threads=2)
+    alone = np.vstack([one.embed_queries([q]) for q in QUESTIONS])
+    assert np.array_equal(one.embed_queries(QUESTIONS), alone)
+    assert np.array_equal(two.embed_queries(QUESTIONS[::-1])[::-1], alone)
+    cached = CachedEmbedder(UseEmbedder(threads=2), tmp_path)
+    cached.embed_queries(QUESTIONS[::3])
+    assert np.array_equal(cached.embed_queries(QUESTIONS), alone)
