@@ -30,7 +30,10 @@ class Embedder(Protocol):
     dim: int
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed search queries; returns ``(len(texts), dim)`` float32, rows of norm 1."""
+        """Embed search queries; returns ``(len(texts), dim)`` float32, rows of norm 1.
+
+        The in-process embedders make each row depend on its text alone, not on the other texts of
+        the call (docs/EMBEDDERS.md), so a search ranks the same whatever its query cache held."""
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Embed documents; returns ``(len(texts), dim)`` float32, rows of norm 1."""
