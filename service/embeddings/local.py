@@ -5,8 +5,8 @@ A subclass names its model (``name``, ``dim``) and says how to load it and how t
 Documents are encoded in batches (throughput). Queries are encoded one text per forward pass, so a
 query's vector depends on its text alone: in a batch, the matrix products round a row differently
 with its neighbours (USE: up to 2e-7 per component, in 28 of 64 GerLayQA questions), and which
-texts share a batch depends on what the query cache already held. Near-tied candidates then swapped
-places between runs of the same question. One pass per text costs little for queries (USE, five
+texts share a batch depends on what the query cache already held, so near-tied candidates could
+swap places between runs of the same question. One pass per text costs little for queries (USE, five
 GerLayQA questions: 102 ms one by one against 112 ms as one batch; docs/EMBEDDERS.md).
 """
 
