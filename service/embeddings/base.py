@@ -39,6 +39,17 @@ class Embedder(Protocol):
         """Embed documents; returns ``(len(texts), dim)`` float32, rows of norm 1."""
 
 
+def embed_each_alone(texts: Sequence[str], encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    """``encode`` called on one text at a time, the rows stacked: each row depends on its text alone.
+
+    How queries are embedded (docs/EMBEDDERS.md): in a batch, a model's matrix products round a row
+    differently with its neighbours.
+    """
+    if not texts:
+        return encode([])
+    return np.vstack([encode([text]) for text in texts])
+
+
 def embed_in_windows(texts: Sequence[str], windows: Callable[[str], list[str]],
                      encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:
     """Embed texts that may exceed a model's input limit without dropping any part of them.

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
+from service.embeddings.base import embed_each_alone
 from service.vectors import l2_normalize
 
 if TYPE_CHECKING:
@@ -59,10 +60,11 @@ class LocalEmbedder:
                 self._model = self.load(self._threads)
             # The models' forward passes are not re-entrant across threads for one model object.
             texts = [t if t.strip() else "." for t in texts]
+            model = self._model
             if is_query:
-                vectors = np.vstack([self.encode(self._model, [text], is_query=True) for text in texts])
+                vectors = embed_each_alone(texts, lambda one: self.encode(model, one, is_query=True))
             else:
-                vectors = self.encode(self._model, texts, is_query=False)
+                vectors = self.encode(model, texts, is_query=False)
         return l2_normalize(vectors)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from service.embeddings.base import embed_in_windows
+from service.embeddings.base import embed_each_alone, embed_in_windows
 from service.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -110,10 +110,7 @@ class SentenceTransformerEmbedder:
         return [text[a:b] for a, b in itertools.pairwise(bounds) if text[a:b].strip()]
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        # One text per call: padded batches round a vector with its neighbours (docs/EMBEDDERS.md).
-        if not texts:
-            return self._encode(texts, self._query_prefix)
-        return np.vstack([self._encode([text], self._query_prefix) for text in texts])
+        return embed_each_alone(texts, lambda one: self._encode(one, self._query_prefix))
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, self._document_prefix)
