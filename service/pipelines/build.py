@@ -34,8 +34,8 @@ from service.lazy import built_once
 from service.llm.client import LlmClient
 from service.models import TrainedModels, forget_recent_predictions, load_models, read_trained_fusion, stored_routing
 from service.pipelines.base import IndexRetrieval, Pipeline
-from service.pipelines.kinds import KindBalancedPipeline
 from service.pipelines.resources import IndexResources
+from service.pipelines.served import ServedPipeline
 from service.plugins import BACKENDS, EMBEDDERS, PIPELINES
 from service.rerank.base import RerankerParts
 from service.rerank.cross_encoder import CrossEncoderReranker
@@ -121,7 +121,7 @@ class Runtime:
         self._agents: AgentFactory | None = None
         self._cross_encoder: CrossEncoderReranker | None = None
         self._pipelines: dict[str, Pipeline] = {}
-        self._search_pipelines: dict[str, KindBalancedPipeline] = {}
+        self._search_pipelines: dict[str, ServedPipeline] = {}
         self._lock = threading.RLock()
 
     @property
@@ -321,12 +321,11 @@ class Runtime:
                 self._pipelines[name] = pipe
             return pipe
 
-    def search_pipeline(self, name: str) -> KindBalancedPipeline:
-        """The pipeline called ``name`` as the entry points serve it: an index of statutes and decisions is
-        searched one group at a time and the rankings merged (:mod:`service.pipelines.kinds`), and a
-        request deeper than ``retrieval.depth`` keeps the first hits of one that is not
-        (:mod:`service.pipelines.deepen`).
-        :meth:`pipeline` is the same pipeline without that step, for pipelines built of others and training.
+    def search_pipeline(self, name: str) -> ServedPipeline:
+        """The pipeline called ``name`` as the entry points serve it (:mod:`service.pipelines.served`): an
+        index of statutes and decisions is searched one group at a time and the rankings merged, and a
+        request deeper than ``retrieval.depth`` keeps the first hits of one that is not.
+        :meth:`pipeline` is the same pipeline without those steps, for pipelines built of others and training.
 
         Raises:
             InvalidInput: for an unknown name (code ``unknown_pipeline``).
@@ -334,9 +333,9 @@ class Runtime:
         with self._lock:
             pipe = self._search_pipelines.get(name)
             if pipe is None:
-                pipe = KindBalancedPipeline(self.pipeline(name), self.backend,
-                                            enabled=self.settings.retrieval.balance_kinds,
-                                            depth=self.settings.retrieval.depth)
+                pipe = ServedPipeline(self.pipeline(name), self.backend,
+                                      balance_kinds=self.settings.retrieval.balance_kinds,
+                                      depth=self.settings.retrieval.depth)
                 self._search_pipelines[name] = pipe
             return pipe
 

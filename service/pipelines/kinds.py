@@ -7,24 +7,28 @@ Supreme Court decisions) no pipeline puts a statute into the first ten for any o
 questions, while the statutes searched alone rank a gold statute first for one question in four or
 five (docs/BENCHMARKS.md, "Statutes and decisions in one index").
 
-:class:`KindBalancedPipeline` wraps a pipeline. When the request's index holds statutes and decisions
-(leading or other: the two kinds of case law are one group) and the request does not filter on
-``kind``, it runs the pipeline once per group (its kinds as a filter) and interleaves the two rankings
-by rank, statutes first: the first hits are the best statute, the best decision, the second statute,
-and so on. The merge uses ranks, not scores, because the groups' scores differ in scale and in shape
-(a reranker trained on one kind of pool spreads another kind's scores differently: standardised within
-each group and merged by z-score, the decisions took nine of the first ten places in a held-out run,
-docs/BENCHMARKS.md). Each group's answer set (the score-cliff cut, when its pipeline cuts) comes
-first, interleaved likewise; the merged answer set is their union. A hit's ``score`` is
-``1 / (60 + its merged rank)``; the score its group's pipeline gave it stays in
+:func:`run_by_group` runs a pipeline for a request. When the request's index holds statutes and
+decisions (leading or other: the two kinds of case law are one group; :func:`groups_to_balance`) and
+the request does not filter on ``kind``, it runs the pipeline once per group (its kinds as a filter)
+and interleaves the two rankings by rank, statutes first: the first hits are the best statute, the best
+decision, the second statute, and so on. The merge uses ranks, not scores, because the groups' scores
+differ in scale and in shape (a reranker trained on one kind of pool spreads another kind's scores
+differently: standardised within each group and merged by z-score, the decisions took nine of the first
+ten places in a held-out run, docs/BENCHMARKS.md). Each group's answer set (the score-cliff cut, when
+its pipeline cuts) comes first, interleaved likewise; the merged answer set is their union. A hit's
+``score`` is ``1 / (60 + its merged rank)``; the score its group's pipeline gave it stays in
 ``scores["group_score"]``, with every earlier stage's. Each group's search fuses with the label-free
 weights calibrated on that group alone (``IndexRetrieval.weights_for``, service/fusion_calibration.py).
-``retrieval.balance_kinds = false`` or the request option ``one_ranking`` search the index as one corpus.
+``retrieval.balance_kinds = false`` or the request option ``one_ranking`` search the index as one
+corpus.
 
 Example::
 
-    pipe = runtime.search_pipeline("hybrid")      # a KindBalancedPipeline around runtime.pipeline("hybrid")
-    pipe.run(SearchRequest("theft by a public servant", index="aila"))   # statutes and decisions, merged
+    request = SearchRequest("theft by a public servant", index="aila")
+    groups = groups_to_balance(backend, request, enabled=True)     # {'statutes': (...), 'decisions': (...)}
+    run_by_group(runtime.pipeline("hybrid"), request, groups)      # statutes and decisions, merged
+
+The entry points get this step from :class:`~service.pipelines.served.ServedPipeline`.
 """
 
 from __future__ import annotations
@@ -37,7 +41,6 @@ from typing import Any
 from service.backends.base import SearchBackend
 from service.corpus.model import KIND_GROUPS, Filters, Hit, kind_groups
 from service.pipelines.base import Pipeline, SearchRequest, SearchResponse, option_flag, summed_timings, tier_of
-from service.pipelines.deepen import deepened
 
 KINDS_TTL_S = 30.0
 """How long a process trusts the kinds it read of an index (a write may add a kind)."""
@@ -126,52 +129,26 @@ def merged_trace(name: str, responses: dict[str, SearchResponse]) -> dict[str, A
     return trace
 
 
-class KindBalancedPipeline:
-    """A pipeline that searches the statutes and the decisions of a mixed index on their own and merges the
-    rankings.
+def groups_to_balance(backend: SearchBackend, request: SearchRequest, *, enabled: bool) -> dict[str, tuple[str, ...]]:
+    """The groups ``request`` is searched in one by one, each with its kinds; ``{}``: the request is searched
+    as it is (``enabled`` false, asked off with ``one_ranking``, a ``kind`` filter, or an index of statutes
+    alone or decisions alone)."""
+    if not enabled or option_flag(request.options, "one_ranking"):
+        return {}
+    if request.filters is not None and request.filters.values("kind") is not None:
+        return {}
+    if not request.index or not isinstance(request.query, str) or not request.query.strip():
+        return {}  # the pipeline refuses the request with its own message
+    groups = kind_groups(index_kinds(backend, request.index))
+    return groups if len(groups) > 1 else {}
 
-    Args:
-        inner: the pipeline that searches (one group at a time, or the whole index when it holds one).
-        backend: where the index's kinds are read (:func:`index_kinds`).
-        enabled: ``retrieval.balance_kinds``; false, every request goes to ``inner`` as it is.
-        depth: ``retrieval.depth``; a request for more hits keeps the head a request for ``depth`` has
-            (:mod:`service.pipelines.deepen`); 0 = off.
-    """
 
-    def __init__(self, inner: Pipeline, backend: SearchBackend, *, enabled: bool = True, depth: int = 0) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.backend = backend
-        self.enabled = enabled
-        self.depth = depth
-
-    def groups_to_balance(self, request: SearchRequest) -> dict[str, tuple[str, ...]]:
-        """The groups ``request`` is searched in one by one, each with its kinds; ``{}``: the request goes to
-        the inner pipeline as it is (balancing off, asked off with ``one_ranking``, a ``kind`` filter, or an
-        index of statutes alone or decisions alone)."""
-        if not self.enabled or option_flag(request.options, "one_ranking"):
-            return {}
-        if request.filters is not None and request.filters.values("kind") is not None:
-            return {}
-        if not request.index or not isinstance(request.query, str) or not request.query.strip():
-            return {}  # the inner pipeline refuses the request with its own message
-        groups = kind_groups(index_kinds(self.backend, request.index))
-        return groups if len(groups) > 1 else {}
-
-    def runs_whole(self, request: SearchRequest) -> bool:
-        """Whether ``request`` needs more than one run of ``inner`` (groups to balance, or a request
-        deeper than :attr:`depth`): a job then runs :meth:`run` whole, not ``inner`` step by step."""
-        return bool(self.groups_to_balance(request)) or 0 < self.depth < request.k
-
-    def run(self, request: SearchRequest) -> SearchResponse:
-        """Search; see the module docstring (and :mod:`service.pipelines.deepen` for ``k`` above the depth)."""
-        return deepened(self._run_balanced, request, depth=self.depth)
-
-    def _run_balanced(self, request: SearchRequest) -> SearchResponse:
-        groups = self.groups_to_balance(request)
-        if not groups:
-            return self.inner.run(request)
-        responses = {name: self.inner.run(replace(request, filters=with_kinds(request.filters, kinds)))
-                     for name, kinds in groups.items()}
-        hits, returned = merge_groups(responses, request.k)
-        return SearchResponse(hits=hits, trace=merged_trace(self.name, responses), returned=returned)
+def run_by_group(pipeline: Pipeline, request: SearchRequest, groups: dict[str, tuple[str, ...]]) -> SearchResponse:
+    """``pipeline`` run once per group of ``groups`` (its kinds as a filter), the rankings merged
+    (:func:`merge_groups`); with no groups, ``pipeline.run(request)``."""
+    if not groups:
+        return pipeline.run(request)
+    responses = {name: pipeline.run(replace(request, filters=with_kinds(request.filters, kinds)))
+                 for name, kinds in groups.items()}
+    hits, returned = merge_groups(responses, request.k)
+    return SearchResponse(hits=hits, trace=merged_trace(pipeline.name, responses), returned=returned)
