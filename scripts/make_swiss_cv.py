@@ -32,11 +32,16 @@ GROUP_PREFIX = 200
 """Characters of the question that identify its case (the facts come first)."""
 
 
+def case_of(text: str) -> str:
+    """The case a question is about: its first :data:`GROUP_PREFIX` characters, spaces normalised."""
+    return " ".join(text.split())[:GROUP_PREFIX]
+
+
 def grouped_folds(texts: dict[str, str], folds: int, seed: int) -> list[list[str]]:
     """Question ids in ``folds`` parts of near-equal size; questions sharing a case stay together."""
     groups: dict[str, list[str]] = {}
     for qid in sorted(texts):
-        groups.setdefault(" ".join(texts[qid].split())[:GROUP_PREFIX], []).append(qid)
+        groups.setdefault(case_of(texts[qid]), []).append(qid)
     ordered = sorted(groups.values(), key=lambda g: g[0])
     random.Random(seed).shuffle(ordered)
     ordered.sort(key=len, reverse=True)  # stable: big groups placed first, ties in shuffled order
