@@ -16,7 +16,9 @@ and the ratio is mean joined R@10 / mean singles R@10 over the joined questions.
 from the same single rankings, with the issues known exactly: *interleaved* is the parts' own rankings
 taken in turn (first of each, then the seconds, ...) to ten places, the best a joined question can get
 by interleaving its issues' answers; *best split* gives each part the number of the ten places that
-finds the most gold, chosen in hindsight.
+finds the most gold, chosen in hindsight. The ratio comes with a 95 % interval from resampling the
+joined questions (``ratio_interval`` in the JSON, with the share of resamples at or above the bar of
+0.85).
 
 Every configuration ranks ``k`` = ``--depth`` hits, by default the served depth (``retrieval.depth``,
 100): the depth of ``lexsearch eval`` and of every search for at most that many hits, whose first ten
@@ -50,6 +52,7 @@ from service.corpus.datasets import Dataset
 from service.corpus.joined import read_parts
 from service.corpus.model import Hit
 from service.evaluation import metrics
+from service.evaluation.bootstrap import ratio_interval
 from service.evaluation.dataset_index import ensure_dataset_index
 from service.evaluation.harness import evaluate
 from service.pipelines.build import Runtime
@@ -63,6 +66,9 @@ class Bench:
     report: str
     proxy: str = ""
 
+
+RATIO_BAR = 0.85
+"""Issue 12's bar for the proxy's ratio; the interval reports the share of resamples at or above it."""
 
 BENCHES = {
     "stard": Bench("stard", "data/stard-split", "dev", "data/stard-joined"),
@@ -140,7 +146,9 @@ def _best_split(rankings: list[list[str]], golds: list[set[str]], k: int) -> int
 def proxy_scores(joined: dict[str, Any], single: dict[str, Any], parts: dict[str, tuple[str, ...]],
                  qrels_joined: dict[str, set[str]], qrels_single: dict[str, set[str]]) -> dict[str, Any]:
     """Joined R@10 against the same parts asked singly, and the two ceilings of the module docstring,
-    overall and by arity."""
+    overall and by arity; the ratio with a 95 % interval from resampling the joined questions
+    (:mod:`service.evaluation.bootstrap`; a single question can be a part of two joined ones, so the
+    interval is a little narrower than one over independent questions would be)."""
     rows = []
     for qid, ranked in joined["ranked"].items():
         gold = qrels_joined[qid]
@@ -162,6 +170,9 @@ def proxy_scores(joined: dict[str, Any], single: dict[str, Any], parts: dict[str
                       "interleaved_ratio": round(r_turn / r_single, 4) if r_single else None,
                       "best_split_r10": round(r_best, 4),
                       "best_split_ratio": round(r_best / r_single, 4) if r_single else None}
+        if r_single:
+            joined_col, single_col = [row[0] for row in part], [row[1] for row in part]
+            out[label]["ratio_interval"] = ratio_interval(joined_col, single_col).to_dict(bar=RATIO_BAR)
     return out
 
 
@@ -193,8 +204,11 @@ def bench_dataset(bench: Bench, model_dir: Path, configs: list[str], depth: int,
                                   proxy.qrels("single"))
             out["proxy"][label] = {"joined": {k: v for k, v in joined.items() if k != "ranked"},
                                    "single": {k: v for k, v in single.items() if k != "ranked"}, "ratio": scores}
+            interval = scores["all"].get("ratio_interval", {})
             line += (f" | proxy R@10 {scores['all']['joined_r10']:.4f} vs singly {scores['all']['single_r10']:.4f}"
-                     f" = {scores['all']['ratio']:.3f} (ceilings: interleaved {scores['all']['interleaved_ratio']:.3f},"
+                     f" = {scores['all']['ratio']:.3f} (95 % {interval.get('low', float('nan')):.3f}-"
+                     f"{interval.get('high', float('nan')):.3f};"
+                     f" ceilings: interleaved {scores['all']['interleaved_ratio']:.3f},"
                      f" best split {scores['all']['best_split_ratio']:.3f}) pool {joined['pool_recall']:.4f} "
                      f"p50 {joined['latency_ms']['p50']:.0f} ms "
                      f"(CPU {joined.get('cpu_ms', {}).get('p50', float('nan')):.0f} ms)")
