@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 DRAWS = 5000
-"""Resamples; the percentiles of 5,000 draws move by less than 0.01 between seeds on 126 questions."""
+"""Resamples; on the 126 Swiss exam questions the bounds of the set ratio's interval moved by about
+0.01 between five seeds (1.066-1.075 and 1.695-1.707)."""
 
 
 @dataclass(frozen=True)
