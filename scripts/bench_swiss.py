@@ -167,7 +167,8 @@ def main(argv: list[str]) -> int:
     scored: dict[str, Any] = {}
     cases: dict[str, str] = {}
     for f in folds:
-        cases.update({q.qid: case_of(q.text) for q in dataset.queries(f"cv{f}")})
+        queries = dataset.queries(f"cv{f}")
+        cases.update({q.qid: case_of(q.text) for q in queries})
         model_dir = Path(args.models) / f"cv{f}"
         trained = [p for p in pipelines if p not in FIRST_STAGE]
         wanted = [f"{v}/{p}" for v in variants for p in pipelines if v == "processed" or p in FIRST_STAGE]
@@ -191,7 +192,6 @@ def main(argv: list[str]) -> int:
         elif trained:
             training[f"cv{f}"] = {k: v for k, v in json.loads((model_dir / "manifest.json").read_text()).items()
                                   if k in ("cv", "timings_s", "questions")}
-        queries = dataset.queries(f"cv{f}")
         qrels = dataset.qrels(f"cv{f}")
         gold_ids = sorted({d for ids in qrels.values() for d in ids} - set(docs_law))
         docs_law.update({d: doc.law for d, doc in base.backend.fetch(index, gold_ids).items()})

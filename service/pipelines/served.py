@@ -13,7 +13,8 @@ built of others and for training.
 Example::
 
     served = runtime.search_pipeline("hybrid")                 # a ServedPipeline
-    served.run(SearchRequest("theft by a public servant", index="aila", k=400))
+    request = SearchRequest("theft by a public servant", index="aila", k=400)
+    served.run(request)           # statutes and decisions merged; the first 100 as a request for 100 has them
     served.runs_whole(request)    # True: a job runs it whole, not served.inner step by step
 """
 
