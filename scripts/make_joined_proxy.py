@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write the joined-question proxy of multi-issue questions (issue 12) as a dataset folder.
 
-Two or three questions of one split (never the training split) about different areas of law are
+Two to five questions of one split (never the training split) about different areas of law are
 asked as one question whose gold set is the union of theirs (``service.corpus.joined``). The
 folder gets split ``joined``, split ``single`` (the same parts asked alone) and ``parts.tsv``, so
 that a benchmark can compare a pipeline on both. With ``--narrative`` every part but the last is
@@ -15,6 +15,11 @@ Usage (the folders the benchmarks read)::
         --pairs 200 --triples 100 --max-uses 1 --seed 7 --out /work/data/gerlayqa-joined
     python scripts/make_joined_proxy.py --data data/stard-split --split dev --avoid fit \
         --pairs 100 --triples 60 --max-uses 2 --seed 7 --narrative --out /work/data/stard-narrative
+    # questions of four and five issues, about seven and eight and a half gold articles each:
+    python scripts/make_joined_proxy.py --data data/stard-split --split dev --avoid fit \
+        --pairs 0 --triples 0 --quads 60 --max-uses 2 --seed 7 --out /work/data/stard-joined4
+    python scripts/make_joined_proxy.py --data data/stard-split --split dev --avoid fit \
+        --pairs 0 --triples 0 --fives 40 --max-uses 2 --seed 7 --out /work/data/stard-joined5
 """
 
 from __future__ import annotations
@@ -27,6 +32,10 @@ from service.corpus.datasets import Dataset, load_corpus
 from service.corpus.graph import CorpusGraph
 from service.corpus.joined import draw_joined, singles_of, write_joined
 
+DRAWS = ((5, "fives", 3), (4, "quads", 2), (3, "triples", 0), (2, "pairs", 1))
+"""(parts, option, seed offset) in drawing order: the largest first, while every question is still free;
+the offsets keep the folders of two and three parts that were drawn before four and five existed."""
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -36,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
                                                    "(the training split)")
     parser.add_argument("--pairs", type=int, default=100, help="joined questions of two parts")
     parser.add_argument("--triples", type=int, default=60, help="joined questions of three parts")
+    parser.add_argument("--quads", type=int, default=0, help="joined questions of four parts")
+    parser.add_argument("--fives", type=int, default=0, help="joined questions of five parts")
     parser.add_argument("--max-uses", type=int, default=1, help="how often one question may be a part")
     parser.add_argument("--max-chars", type=int, default=8000, help="longest joined question")
     parser.add_argument("--seed", type=int, default=7)
@@ -53,18 +64,20 @@ def main(argv: list[str] | None = None) -> int:
     language = dataset.language
     uses: Counter[str] = Counter()
     narrative = 1.0 if args.narrative else 0.0  # every joined question, or none
-    joined = draw_joined(singles, arity=3, count=args.triples, seed=args.seed, language=language,
-                         max_uses=args.max_uses, max_chars=args.max_chars, uses=uses, narrative=narrative)
-    joined += draw_joined(singles, arity=2, count=args.pairs, seed=args.seed + 1, language=language,
-                          max_uses=args.max_uses, max_chars=args.max_chars, uses=uses, narrative=narrative)
+    asked = {arity: getattr(args, option) for arity, option, _ in DRAWS}
+    joined = []
+    for arity, _, seed_offset in DRAWS:
+        joined += draw_joined(singles, arity=arity, count=asked[arity], seed=args.seed + seed_offset,
+                              language=language, max_uses=args.max_uses, max_chars=args.max_chars, uses=uses,
+                              narrative=narrative)
     sizes = write_joined(dataset, singles, joined, args.out, source=args.split,
-                         settings={"avoid": avoid, "pairs": args.pairs, "triples": args.triples,
+                         settings={"avoid": avoid, **{option: asked[arity] for arity, option, _ in DRAWS},
                                    "max_uses": args.max_uses, "max_chars": args.max_chars, "seed": args.seed,
                                    "narrative": args.narrative})
-    arity = Counter(len(j.parts) for j in joined)
-    print(f"wrote {args.out}: {sizes['joined']} joined questions ({arity[2]} of two parts, {arity[3]} of three) "
-          f"from {sizes['single']} questions of {args.split}")
-    if arity[2] < args.pairs or arity[3] < args.triples:
+    drawn = Counter(len(j.parts) for j in joined)
+    print(f"wrote {args.out}: {sizes['joined']} joined questions ({drawn[2]} of two parts, {drawn[3]} of three, "
+          f"{drawn[4]} of four, {drawn[5]} of five) from {sizes['single']} questions of {args.split}")
+    if any(drawn[arity] < count for arity, count in asked.items()):
         print("note: fewer joined questions than asked; the split has too few questions of different areas",
               file=sys.stderr)
     return 0

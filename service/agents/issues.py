@@ -14,7 +14,7 @@ it. Adjacent candidates are then merged while they concern the same topic:
 - with a trained law/section classifier, two neighbours on one topic are one issue: the cosine of
   what their terms say about each section (the classifier's term evidence, without its section
   prior, which would make every span look alike) is at least :data:`SAME_TOPIC`;
-- at most :data:`MAX_ISSUES` issues remain (the most similar neighbours merge first).
+- at most :data:`MAX_ISSUES` issues remain (per language; the most similar neighbours merge first).
 
 A question that asks at most once tells its issues as facts ("I was dismissed without severance.
 And on my way home a car hit me, the driver won't pay. What can I do?"). With a topic model, its
@@ -45,7 +45,14 @@ from service.analysis.chain import analyzer_for
 from service.analysis.language import question_language
 from service.corpus.model import Query
 
-MAX_ISSUES = 3
+MAX_ISSUES = {"de": 3, "default": 6}
+"""Per language, how many issues a question may have at most. Held-out multi-issue lay questions cite
+about seven articles; questions joined from four or five STARD dev questions (7.3 and 8.6 gold
+articles) lost a third of their parts at a cap of 3: agentic R@10 0.4153 → 0.4666 (four parts) and
+0.3296 → 0.4352 (five) at 6, while the questions of two or three parts and STARD dev kept their R@10.
+German stays at 3: on GerLayQA the joined questions of two or three parts lost a little at 6 (0.3465
+→ 0.3429) and those of four gained a little (0.2513 → 0.2600), and German lay questions often ask
+several questions about one matter (docs/BENCHMARKS.md, "Questions of four and five issues")."""
 SAME_TOPIC = {"de": 0.2, "default": 0.4}
 """Per language, the topic cosine at and above which two neighbouring spans are one issue (tuned
 cross-fitted on questions joined from the STARD and GerLayQA training splits: scripts/tune_issues.py;
@@ -151,16 +158,24 @@ def question_spans(text: str, language: str, units: list[tuple[int, int]] | None
     return spans
 
 
-def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_issues: int = MAX_ISSUES,
+def issue_cap(language: str) -> int:
+    """The most issues a question in ``language`` may have (:data:`MAX_ISSUES`)."""
+    return MAX_ISSUES.get(language, MAX_ISSUES["default"])
+
+
+def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_issues: int | None = None,
                    same_topic: float | None = None, statement_topic: float | None = None) -> list[Issue]:
     """The question's issues, in order (one issue, the whole question, when it raises one).
 
+    ``max_issues`` caps the number of issues (``None``: the language's :data:`MAX_ISSUES`);
     ``same_topic`` is the merging bar between question spans (``None``: the language's
     :data:`SAME_TOPIC`); ``statement_topic`` the one between the units of a question that asks at most
     once (``None``: the language's :data:`STATEMENT_TOPIC`; 0: such a question is always one issue).
     """
     if same_topic is None:
         same_topic = SAME_TOPIC.get(language, SAME_TOPIC["default"])
+    if max_issues is None:
+        max_issues = issue_cap(language)
     units = units_of(text, language)
     spans = question_spans(text, language, units)
     shortest = _min_chars(language)
@@ -239,7 +254,7 @@ class OfflineIssueRewriter(OfflineRewriter):
 
     agent = AgentName.DECOMPOSE.value
 
-    def __init__(self, topic: Topic | None = None, *, max_issues: int = MAX_ISSUES) -> None:
+    def __init__(self, topic: Topic | None = None, *, max_issues: int | None = None) -> None:
         self.topic = topic
         self.max_issues = max_issues
 

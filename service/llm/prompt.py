@@ -7,6 +7,7 @@ role               variables                                        output (see 
 ================== ================================================ ==================================
 planner            question, agents, state                          {"stop": bool, "agents": [str]}
 rewrite_*          question, language, evidence                     {"queries": [str]}
+rewrite_decompose  question, language, evidence, max_issues         {"queries": [str]}
 rewrite_repair     question, language, query, problem               {"queries": [str]}
 rerank             question, candidates, k                          {"ids": [str]}
 law_predict        question, laws, k                                {"codes": [str]}
@@ -14,7 +15,7 @@ hyde               question, language, sub_questions                {"passages":
 complexity         question                                         {<five dimensions>: number}
 ================== ================================================ ==================================
 
-``rewrite_*`` is rewrite_terminology, rewrite_conditions, rewrite_decompose, rewrite_supportive.
+``rewrite_*`` is rewrite_terminology, rewrite_conditions, rewrite_supportive.
 ``evidence``, ``candidates``, ``laws``, ``agents``, ``state`` and ``sub_questions`` must be
 serialised with :func:`quote_documents` / :func:`quote_json` so that document text reaches the
 model only as quoted data.

@@ -37,11 +37,13 @@ def _strings(max_items: int, *, unique: bool = False) -> dict[str, Any]:
 
 
 _QUERIES = _object({"queries": _strings(5)})
+_SUB_QUESTIONS = _object({"queries": _strings(8)})
+"""Decomposition's queries: one per issue, as many as its prompt's ``max_issues`` allows."""
 OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
     "planner": _object({"stop": {"type": "boolean"}, "agents": _strings(5, unique=True)}),
     "rewrite_terminology": _QUERIES,
     "rewrite_conditions": _QUERIES,
-    "rewrite_decompose": _QUERIES,
+    "rewrite_decompose": _SUB_QUESTIONS,
     "rewrite_supportive": _QUERIES,
     "rewrite_repair": _QUERIES,
     "rerank": _object({"ids": _strings(20, unique=True)}),

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from service.agents.issues import (
+    MAX_ISSUES,
     SAME_TOPIC,
     STATEMENT_MAX_UNITS,
     IssueCounter,
@@ -87,10 +88,18 @@ def test_german_questions_about_one_matter_merge_at_a_lower_bar() -> None:
 
 def test_at_most_max_issues_remain() -> None:
     text = "公司辞退我能要补偿吗？房东不退押金怎么办？邻居噪音扰民怎么处理？父亲的遗产怎么分配？"
-    issues = segment_issues(text, "zh")  # four questions; the shortest neighbours merge
+    assert len(segment_issues(text, "zh")) == 4  # under the Chinese cap
+    issues = segment_issues(text, "zh", max_issues=3)  # the shortest neighbours merge
     assert len(issues) == 3 and issues[0].text == "公司辞退我能要补偿吗？房东不退押金怎么办？"
-    assert len(segment_issues(text, "zh", max_issues=4)) == 4
     assert len(segment_issues(text, "zh", max_issues=2)) == 2
+    seven = text + "车被撞了谁来赔？网购假货能退吗？借条没写利息怎么算？"
+    assert len(segment_issues(seven, "zh")) == MAX_ISSUES["default"] == 6
+    german = ("Mein Arbeitgeber hat mir ohne jede Abmahnung fristlos gekündigt, ist das überhaupt zulässig? "
+              "Mein Vermieter behält seit dem Auszug vor einem Jahr die ganze Kaution, was kann ich tun? "
+              "Der Hund meines Nachbarn hat mein Kind gebissen, wer muss für die Arztkosten aufkommen? "
+              "Mein Vater ist gestorben und hat kein Testament hinterlassen, wer erbt jetzt das Haus?")
+    assert len(segment_issues(german, "de", max_issues=4)) == 4
+    assert len(segment_issues(german, "de")) == MAX_ISSUES["de"] == 3  # German lay questions ask several times
     spread = [np.eye(4)[i] for i in range(4)]
     assert len(segment_issues(text, "zh", lambda s: spread[text.index(s) * 4 // len(text)], max_issues=3)) == 3
 

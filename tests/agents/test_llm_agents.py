@@ -8,6 +8,7 @@ import pytest
 
 from service.agents.base import Evidence, EvidenceDoc
 from service.agents.hyde import LlmHydeRewriter
+from service.agents.issues import issue_cap
 from service.agents.rewriters.conditions import LlmConditionsRewriter, OfflineConditionsRewriter
 from service.agents.rewriters.decompose import LlmDecomposeRewriter, OfflineDecomposeRewriter
 from service.agents.rewriters.repair import LlmRepairRewriter, OfflineRepairRewriter
@@ -19,6 +20,7 @@ from service.config import LlmSettings
 from service.corpus.model import LegalDoc, Query
 from service.llm.budget import CallBudget
 from service.llm.client import LlmClient
+from service.llm.prompt import load_prompt
 from tests.support.openai_server import Delay, OpenAITestServer, Reply, Status
 
 pytestmark = pytest.mark.unit
@@ -31,8 +33,8 @@ DOC = LegalDoc(id="BGB_622", citation="§ 622 BGB", text="Kündigungsfristen bei
 
 
 def _evidence(**kwargs: object) -> Evidence:
-    values: dict[str, object] = {"vocabulary": VOCAB, "budget": CallBudget(12, 20_000), **kwargs}
-    return Evidence(round=1, language="de", terms=["chef", "rausgeworf", "lohn"], top=[EvidenceDoc(DOC, 1.0, 1)],
+    values: dict[str, object] = {"vocabulary": VOCAB, "budget": CallBudget(12, 20_000), "language": "de", **kwargs}
+    return Evidence(round=1, terms=["chef", "rausgeworf", "lohn"], top=[EvidenceDoc(DOC, 1.0, 1)],
                     **values)  # type: ignore[arg-type]
 
 
@@ -113,7 +115,21 @@ def test_every_role_uses_its_prompt(openai_server: OpenAITestServer, cls, offlin
     openai_server.script_chat(Reply(json={"queries": ["Kündigung Frist Arbeitgeber"]}))
     out = cls(_client(openai_server), offline).rewrite(QUERY, _evidence())
     assert out.mode == "llm" and out.rewrites[0].agent == role.removeprefix("rewrite_")
-    assert out.llm[0]["prompt_version"] == f"{role}-v1"
+    assert out.llm[0]["prompt_version"] == load_prompt(role).version
+
+
+def test_decomposition_keeps_as_many_sub_questions_as_the_language_allows(openai_server: OpenAITestServer) -> None:
+    german_queries = [f"Teilfrage {i} Kündigung Frist Arbeitgeber" for i in range(1, 8)]
+    chinese_queries = [f"劳动合同解除经济补偿第{i}项" for i in range(1, 8)]
+    openai_server.script_chat(Reply(json={"queries": german_queries}), Reply(json={"queries": chinese_queries}))
+    rewriter = LlmDecomposeRewriter(_client(openai_server), OfflineDecomposeRewriter())
+    german = rewriter.rewrite(QUERY, _evidence())
+    chinese = rewriter.rewrite(Query("公司辞退我能要补偿吗？房东不退押金怎么办？", lang="zh"),
+                               _evidence(language="zh", vocabulary=None))
+    assert len(german.rewrites) == issue_cap("de") == 3
+    assert len(chinese.rewrites) == issue_cap("zh") == 6
+    assert "At most 3 queries" in openai_server.chat_requests[0].json["messages"][0]["content"]
+    assert "At most 6 queries" in openai_server.chat_requests[1].json["messages"][0]["content"]
 
 
 def test_hyde_writes_one_passage_per_sub_question(openai_server: OpenAITestServer) -> None:

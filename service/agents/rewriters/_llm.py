@@ -73,6 +73,10 @@ class LlmRewriter:
         self.offline = offline
         self.max_queries = max_queries
 
+    def query_limit(self, evidence: Evidence) -> int:
+        """How many of the LLM's queries are kept."""
+        return self.max_queries
+
     def variables(self, query: Query, evidence: Evidence) -> dict[str, str]:
         """The prompt variables of this role."""
         return {"question": query.text, "language": evidence.language or "the question's language",
@@ -85,8 +89,8 @@ class LlmRewriter:
         trace: list[dict[str, Any]] = [outcome.to_trace()]
         if not outcome.ok:
             return self._fallback(query, evidence, outcome.fallback_reason, trace, [])
-        kept, discarded = guard(list(outcome.value["queries"])[: self.max_queries], self.agent, evidence.round,
-                                evidence)
+        queries = list(outcome.value["queries"])[: self.query_limit(evidence)]
+        kept, discarded = guard(queries, self.agent, evidence.round, evidence)
         if not kept and discarded:
             return self._fallback(query, evidence, "all LLM queries discarded by the vocabulary check", trace,
                                   discarded)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 
 from service.agents.base import AgentName, Evidence, OfflineRewriter, Rewrite, RewriteOutput, Rewriter
+from service.agents.issues import issue_cap
 from service.agents.rewriters._llm import LlmRewriter
 from service.corpus.model import Query
 from service.llm.client import LlmClient
@@ -78,7 +79,14 @@ class OfflineDecomposeRewriter(OfflineRewriter):
 
 
 class LlmDecomposeRewriter(LlmRewriter):
-    """Single-issue sub-queries written by the LLM; offline splitting on failure."""
+    """Single-issue sub-queries written by the LLM, as many as the offline segmentation may find for
+    the language (:func:`~service.agents.issues.issue_cap`); its fallback on failure."""
 
     def __init__(self, client: LlmClient, offline: Rewriter) -> None:
-        super().__init__(AgentName.DECOMPOSE.value, client, offline, max_queries=4)
+        super().__init__(AgentName.DECOMPOSE.value, client, offline)
+
+    def query_limit(self, evidence: Evidence) -> int:
+        return issue_cap(evidence.language)
+
+    def variables(self, query: Query, evidence: Evidence) -> dict[str, str]:
+        return {**super().variables(query, evidence), "max_issues": str(self.query_limit(evidence))}
