@@ -30,7 +30,7 @@ from collections import Counter
 
 from service.corpus.datasets import Dataset, load_corpus
 from service.corpus.graph import CorpusGraph
-from service.corpus.joined import draw_joined, singles_of, write_joined
+from service.corpus.joined import Joined, draw_joined, singles_of, write_joined
 
 DRAWS = ((5, "fives", 3), (4, "quads", 2), (3, "triples", 0), (2, "pairs", 1))
 """(parts, option, seed offset) in drawing order: the largest first, while every question is still free;
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     uses: Counter[str] = Counter()
     narrative = 1.0 if args.narrative else 0.0  # every joined question, or none
     asked = {arity: getattr(args, option) for arity, option, _ in DRAWS}
-    joined = []
+    joined: list[Joined] = []
     for arity, _, seed_offset in DRAWS:
         joined += draw_joined(singles, arity=arity, count=asked[arity], seed=args.seed + seed_offset,
                               language=language, max_uses=args.max_uses, max_chars=args.max_chars, uses=uses,

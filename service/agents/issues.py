@@ -48,8 +48,8 @@ from service.corpus.model import Query
 MAX_ISSUES = {"de": 3, "default": 6}
 """Per language, how many issues a question may have at most. Held-out multi-issue lay questions cite
 about seven articles; questions joined from four or five STARD dev questions (7.3 and 8.6 gold
-articles) lost a third of their parts at a cap of 3: agentic R@10 0.4153 → 0.4666 (four parts) and
-0.3296 → 0.4352 (five) at 6, while the questions of two or three parts and STARD dev kept their R@10.
+articles) were merged into three issues at a cap of 3: agentic R@10 0.4153 → 0.4666 (four parts)
+and 0.3296 → 0.4352 (five) at 6, while the questions of two or three parts and STARD dev kept their R@10.
 German stays at 3: on GerLayQA the joined questions of two or three parts lost a little at 6 (0.3465
 → 0.3429) and those of four gained a little (0.2513 → 0.2600), and German lay questions often ask
 several questions about one matter (docs/BENCHMARKS.md, "Questions of four and five issues")."""

@@ -8,7 +8,7 @@ import pytest
 
 from service.agents.base import Evidence, EvidenceDoc
 from service.agents.hyde import LlmHydeRewriter
-from service.agents.issues import issue_cap
+from service.agents.issues import MAX_ISSUES, issue_cap
 from service.agents.rewriters.conditions import LlmConditionsRewriter, OfflineConditionsRewriter
 from service.agents.rewriters.decompose import LlmDecomposeRewriter, OfflineDecomposeRewriter
 from service.agents.rewriters.repair import LlmRepairRewriter, OfflineRepairRewriter
@@ -21,6 +21,7 @@ from service.corpus.model import LegalDoc, Query
 from service.llm.budget import CallBudget
 from service.llm.client import LlmClient
 from service.llm.prompt import load_prompt
+from service.llm.schemas import OUTPUT_SCHEMAS
 from tests.support.openai_server import Delay, OpenAITestServer, Reply, Status
 
 pytestmark = pytest.mark.unit
@@ -130,6 +131,7 @@ def test_decomposition_keeps_as_many_sub_questions_as_the_language_allows(openai
     assert len(chinese.rewrites) == issue_cap("zh") == 6
     assert "At most 3 queries" in openai_server.chat_requests[0].json["messages"][0]["content"]
     assert "At most 6 queries" in openai_server.chat_requests[1].json["messages"][0]["content"]
+    assert OUTPUT_SCHEMAS["rewrite_decompose"]["properties"]["queries"]["maxItems"] >= max(MAX_ISSUES.values())
 
 
 def test_hyde_writes_one_passage_per_sub_question(openai_server: OpenAITestServer) -> None:
