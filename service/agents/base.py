@@ -139,6 +139,8 @@ class Evidence:
         graph: the corpus structure (citations, neighbours) of the index.
         vocabulary: the known-term check of the index.
         budget: the query's LLM call budget (``None`` offline).
+        issues: the question's issues as the search segmented them at the start (the LLM's
+            sub-questions when it decomposed the question); empty for a question of one issue.
     """
 
     round: int
@@ -152,6 +154,7 @@ class Evidence:
     vocabulary: VocabularyCheck | None = None
     budget: CallBudget | None = None
     query_weights: dict[str, float] | None = None
+    issues: Sequence[str] = ()
 
     def base_weights(self) -> dict[str, float]:
         """The question's BM25 term weights that lexical rewrites add their terms to."""

@@ -1,8 +1,11 @@
 """HyDE (LLM mode only): search with hypothetical statute text written for each sub-question.
 
-The LLM writes one statute-style passage per sub-question (the offline decomposition gives the
-sub-questions); each passage is embedded and searched by kNN and BM25. Passages pass the
-vocabulary check like every LLM rewrite. Offline, or when the call fails, it adds nothing.
+The LLM writes one statute-style passage per sub-question; each passage is embedded and searched by
+kNN and BM25. The sub-questions are the issues the search already segmented the question into
+(``Evidence.issues``: the LLM's own decomposition when it ran, else the offline segmentation, at most
+:func:`~service.agents.issues.issue_cap` of them), so HyDE answers the same issues that the issue
+search retrieves for; a question of one issue gets one passage. Passages pass the vocabulary check
+like every LLM rewrite. Offline, or when the call fails, it adds nothing.
 
 Example::
 
@@ -13,8 +16,8 @@ Example::
 from __future__ import annotations
 
 from service.agents.base import AgentName, Evidence, Mode, OfflineRewriter, RewriteOutput, Rewriter
+from service.agents.issues import issue_cap
 from service.agents.rewriters._llm import guard
-from service.agents.rewriters.decompose import choose_parts, split_issues
 from service.corpus.model import Query
 from service.llm.budget import CallBudget
 from service.llm.client import LlmClient
@@ -48,7 +51,7 @@ class LlmHydeRewriter:
     def rewrite(self, query: Query, evidence: Evidence) -> RewriteOutput:
         if self.client is None or not self.client.settings.enabled:
             return self.offline.rewrite(query, evidence)
-        parts = choose_parts(split_issues(query.text, evidence.language)) or [query.text]
+        parts = list(evidence.issues)[: issue_cap(evidence.language)] or [query.text]
         budget = evidence.budget or CallBudget(0, 0)
 
         def one_per_part(value: dict[str, list[str]]) -> None:

@@ -75,7 +75,8 @@ class RewriteStep:
                         query_vector=state.vector,
                         graph=resources.graph if state.options.citations else resources.graph.without_citations(),
                         vocabulary=resources.vocabulary,
-                        budget=state.llm_budget(self.settings.llm), query_weights=self.query_weights(state))
+                        budget=state.llm_budget(self.settings.llm), query_weights=self.query_weights(state),
+                        issues=[str(i["text"]) for i in state.issues])
 
     def query_weights(self, state: AgenticState) -> dict[str, float] | None:
         """A long question's BM25 weights, as the probe made them (again for a state restored from JSON)."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 
 import pytest
 
@@ -134,16 +136,41 @@ def test_decomposition_keeps_as_many_sub_questions_as_the_language_allows(openai
     assert OUTPUT_SCHEMAS["rewrite_decompose"]["properties"]["queries"]["maxItems"] >= max(MAX_ISSUES.values())
 
 
-def test_hyde_writes_one_passage_per_sub_question(openai_server: OpenAITestServer) -> None:
+ISSUES = ("Mein Chef hat mich rausgeworfen.", "Außerdem fehlt noch Lohn?")
+
+
+def _sub_questions(server: OpenAITestServer, call: int = 0) -> list[str]:
+    user = server.chat_requests[call].json["messages"][-1]["content"]
+    return json.loads(re.search(r"<sub_questions>\s*(.*?)\s*</sub_questions>", user, re.S).group(1))
+
+
+def test_hyde_writes_one_passage_per_issue(openai_server: OpenAITestServer) -> None:
     openai_server.script_chat(Reply(json={"passages": ["Der Arbeitgeber kann das Arbeitsverhältnis mit Frist kündigen",
                                                        "Der Arbeitgeber schuldet die Vergütung"]}))
-    out = LlmHydeRewriter(_client(openai_server)).rewrite(QUERY, _evidence())
+    out = LlmHydeRewriter(_client(openai_server)).rewrite(QUERY, _evidence(issues=ISSUES))
     assert out.mode == "llm" and len(out.rewrites) == 2 and out.rewrites[0].agent == "hyde"
+    assert _sub_questions(openai_server) == list(ISSUES)
+
+
+def test_hyde_answers_a_question_of_one_issue_with_one_passage(openai_server: OpenAITestServer) -> None:
+    openai_server.script_chat(Reply(json={"passages": ["Der Arbeitgeber kann mit Frist kündigen"]}))
+    out = LlmHydeRewriter(_client(openai_server)).rewrite(QUERY, _evidence())
+    assert out.mode == "llm" and len(out.rewrites) == 1
+    assert _sub_questions(openai_server) == [QUERY.text]
+
+
+def test_hyde_keeps_at_most_the_languages_cap_of_issues(openai_server: OpenAITestServer) -> None:
+    issues = [f"Frage {i} zum Mietvertrag und zur Kaution?" for i in range(issue_cap("de") + 2)]
+    passages = ["Kündigung Frist", "Vergütung Lohn", "Arbeitgeber Arbeitsverhältnis"]
+    assert len(passages) == issue_cap("de")
+    openai_server.script_chat(Reply(json={"passages": passages}))
+    out = LlmHydeRewriter(_client(openai_server)).rewrite(QUERY, _evidence(issues=issues))
+    assert _sub_questions(openai_server) == issues[: issue_cap("de")] and len(out.rewrites) == issue_cap("de")
 
 
 def test_hyde_wrong_passage_count_is_rejected_and_adds_nothing(openai_server: OpenAITestServer) -> None:
     openai_server.script_chat(*[Reply(json={"passages": ["nur eine"]})] * 3)
-    out = LlmHydeRewriter(_client(openai_server)).rewrite(QUERY, _evidence())
+    out = LlmHydeRewriter(_client(openai_server)).rewrite(QUERY, _evidence(issues=ISSUES))
     assert out.rewrites == [] and out.fallback.startswith("rejected")
 
 

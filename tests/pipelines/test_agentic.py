@@ -275,6 +275,11 @@ def test_llm_sub_questions_are_searched_as_issues(backend, use_embedder, openai_
     # the sub-questions are answered on their own too, offline: no LLM call beyond the question's budget
     assert trace["issue_answers"]["issues"] == 2
     assert trace["llm_calls"] == len(openai_server.chat_requests) - before
+    # HyDE writes its passages for the same issues
+    hyde = [r.json for r in openai_server.chat_requests[before:] if _role(r.json) == "hyde"]
+    assert len(hyde) == 1
+    user = hyde[0]["messages"][-1]["content"]
+    assert json.loads(re.search(r"<sub_questions>\s*(.*?)\s*</sub_questions>", user, re.S).group(1)) == subs
 
 
 def test_failed_llm_decomposition_falls_back_to_the_offline_issues(backend, use_embedder,
