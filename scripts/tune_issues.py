@@ -13,7 +13,7 @@ threshold of the grid (``same_topic``) it reports:
 
 With ``--narrative`` the joined questions tell every part but the last as a statement (only the
 last part asks), and the grid is that of ``statement_topic``, the bar between the statements of a
-question that asks at most once (``same_topic`` stays at its default).
+question that asks at most once or in one run at its end (``same_topic`` stays at its default).
 
 Usage::
 

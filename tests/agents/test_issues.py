@@ -122,6 +122,21 @@ def test_a_question_that_asks_once_is_cut_where_its_statements_change_topic() ->
     assert len(segment_issues(text, "zh")) == 1  # no topic model: no evidence to cut statements
 
 
+def test_a_question_that_tells_first_and_asks_at_the_end_is_cut_where_its_statements_change_topic() -> None:
+    text = ("公司突然把我辞退了也不给经济补偿，还拖欠我两个月工资。"
+            "另外我下班路上被车撞了，对方全责却不肯赔医药费，我该怎么办？能起诉吗？")
+    issues = segment_issues(text, "zh", _labour_or_traffic)
+    assert [i.text for i in issues] == ["公司突然把我辞退了也不给经济补偿，还拖欠我两个月工资。",
+                                        "另外我下班路上被车撞了，对方全责却不肯赔医药费，我该怎么办？能起诉吗？"]
+    # cut at its questions only, the statements and the first question are one span
+    assert len(segment_issues(text, "zh", _labour_or_traffic, statement_topic=0)) == 1
+    # fewer statements than STATEMENT_LEAD before the questions: cut at its questions
+    # (read as statements, its two short questions would join the first clause: one issue)
+    asked = "公司突然把我辞退了也不给经济补偿，要赔偿吗？被车撞了医药费谁出？"
+    assert [i.text for i in segment_issues(asked, "zh", _labour_or_traffic)] == [
+        "公司突然把我辞退了也不给经济补偿，要赔偿吗？", "被车撞了医药费谁出？"]
+
+
 def test_statements_on_one_topic_and_short_background_clauses_stay_one_issue() -> None:
     one_topic = "公司突然把我辞退了，也不给经济补偿，还拖欠我两个月的工资没有发，我该怎么办？"
     assert len(segment_issues(one_topic, "zh", _labour_or_traffic)) == 1
