@@ -137,6 +137,14 @@ def test_a_question_that_tells_first_and_asks_at_the_end_is_cut_where_its_statem
         "公司突然把我辞退了也不给经济补偿，要赔偿吗？", "被车撞了医药费谁出？"]
 
 
+def test_a_short_statement_joins_the_neighbour_on_its_topic() -> None:
+    # short clauses: joined to the one before, the traffic clauses would all end up with the labour ones
+    text = "公司把我辞退了，不给补偿金，拖欠我两个月的工资没发。还有，我被车撞了，对方全责不赔医药费，我该怎么办？"
+    assert [i.text for i in segment_issues(text, "zh", _labour_or_traffic)] == [
+        "公司把我辞退了，不给补偿金，拖欠我两个月的工资没发。",  # "还有，" has no topic: it leads into what follows
+        "还有，我被车撞了，对方全责不赔医药费，我该怎么办？"]
+
+
 def test_statements_on_one_topic_and_short_background_clauses_stay_one_issue() -> None:
     one_topic = "公司突然把我辞退了，也不给经济补偿，还拖欠我两个月的工资没有发，我该怎么办？"
     assert len(segment_issues(one_topic, "zh", _labour_or_traffic)) == 1
