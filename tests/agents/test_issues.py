@@ -148,7 +148,7 @@ def test_a_short_statement_joins_the_neighbour_on_its_topic() -> None:
 def test_statements_on_one_topic_and_short_background_clauses_stay_one_issue() -> None:
     one_topic = "公司突然把我辞退了，也不给经济补偿，还拖欠我两个月的工资没有发，我该怎么办？"
     assert len(segment_issues(one_topic, "zh", _labour_or_traffic)) == 1
-    background = "我下班路上被车撞，公司不给工资补偿，怎么办？"  # clauses under 12 characters join a neighbour
+    background = "我下班路上被车撞，公司不给工资补偿，怎么办？"  # clauses under 10 characters join a neighbour
     assert len(segment_issues(background, "zh", _labour_or_traffic)) == 1
 
 
