@@ -157,14 +157,19 @@ def question_spans(text: str, language: str, units: list[tuple[int, int]] | None
     after the last question join the last run. One span (the whole text) when nothing asks.
     ``units``: the text's :func:`units_of`, when the caller has them."""
     units = units_of(text, language) if units is None else units
+    return _spans_of(units, [asks(text[a:b], language) for a, b in units])
+
+
+def _spans_of(units: list[tuple[int, int]], asking: list[bool]) -> list[list[int]]:
+    """:func:`question_spans` from the units and whether each asks (one flag per unit)."""
     if not units:
         return []
     spans: list[list[int]] = []
     open_start: int | None = None
-    for a, b in units:
+    for (a, b), question in zip(units, asking, strict=True):
         if open_start is None:
             open_start = a
-        if asks(text[a:b], language):
+        if question:
             spans.append([open_start, b])
             open_start = None
     if open_start is not None:
@@ -204,11 +209,12 @@ def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_
     if max_issues is None:
         max_issues = issue_cap(language)
     units = units_of(text, language)
-    spans = question_spans(text, language, units)
+    asking = [asks(text[a:b], language) for a, b in units]
+    spans = _spans_of(units, asking)
     shortest = _min_chars(language)
     if statement_topic is None:
         statement_topic = STATEMENT_TOPIC.get(language, 0.0)
-    tells = len(spans) < 2 or _asks_at_the_end([asks(text[a:b], language) for a, b in units])
+    tells = len(spans) < 2 or _asks_at_the_end(asking)
     statements = tells and topic is not None and statement_topic > 0 and len(units) <= STATEMENT_MAX_UNITS
     if statements:
         spans = [[a, b] for a, b in units]

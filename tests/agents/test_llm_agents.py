@@ -139,8 +139,8 @@ def test_decomposition_keeps_as_many_sub_questions_as_the_language_allows(openai
 ISSUES = ("Mein Chef hat mich rausgeworfen.", "Außerdem fehlt noch Lohn?")
 
 
-def _sub_questions(server: OpenAITestServer, call: int = 0) -> list[str]:
-    user = server.chat_requests[call].json["messages"][-1]["content"]
+def _sub_questions(server: OpenAITestServer) -> list[str]:
+    user = server.chat_requests[0].json["messages"][-1]["content"]
     return json.loads(re.search(r"<sub_questions>\s*(.*?)\s*</sub_questions>", user, re.S).group(1))
 
 
