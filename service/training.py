@@ -13,7 +13,10 @@ What is learned, all from the split's questions and their gold articles:
 Steps 2 and 3 need pools that look like pools at search time. A model fitted on a question would
 know its answer, so the split is cut into folds and each fold's pools are built with parts fitted
 on the other folds (cross-fitting). The same folds give a cross-validated Recall@10 of the
-reranker, written to the manifest. The final parts are then fitted on the whole split.
+reranker, written to the manifest. The final parts are then fitted on the whole split. The served
+rerankers average boosters trained on the pools of :data:`PARTITIONS` different cuts of the split
+into folds: one cut's pools depend on which questions fitted which fold's parts, and averaging over
+cuts evens that out (docs/BENCHMARKS.md, "Rerankers averaged over fold partitions").
 
 Step 4 needs every tier's recall on questions the models have not seen, so it reuses the folds:
 for each fold, a complete model set of the other folds (that fold's parts, and a planner policy
@@ -100,6 +103,13 @@ ROUND_GRID = (60, 120, 200, 300)
 RERANKER_MEMBERS = 5
 """Boosters (seeds) each learned reranker averages, in the cross-validation and in the served model
 (:class:`~service.rerank.learned.LearnedReranker`; docs/BENCHMARKS.md, "Rerankers averaged over seeds")."""
+
+PARTITIONS = 2
+"""Cuts of the split into folds whose pools train the served rerankers (``--partitions``). The first
+cut (seed :data:`SEED`) also gives the planner policy, the law mixer and the cross-validation (rounds,
+balance reserve, citation counter); each further cut (seeds ``SEED + 1``, …) is cross-fitted again and
+searched for pools only. The rerankers average :data:`RERANKER_MEMBERS` boosters per cut."""
+MAX_PARTITIONS = 5
 
 DEFAULT_TARGETS = CalibrationTargets()
 """Routing calibration targets: 95 % of the top tier's Recall@10 at half its mean latency."""
@@ -315,9 +325,16 @@ def _pools_of(rows: Sequence[PoolRows]) -> Pools:
 def _fit(pools: Sequence[PoolRows], rounds: int, threads: int, label: str = "learned") -> LearnedReranker:
     """The reranker of ``pools``, trained on ``threads`` threads (``cpu.threads``: LightGBM's OpenMP
     threads spin while they wait, so two trainings that each take every core stall each other)."""
-    return LearnedReranker.fit(np.concatenate([p.features for p in pools]), np.concatenate([p.labels for p in pools]),
-                               [len(p.labels) for p in pools], FEATURE_NAMES, rounds=rounds, label=label,
-                               members=RERANKER_MEMBERS, params={"num_threads": threads})
+    return _fit_sets([pools], rounds, threads, label)
+
+
+def _fit_sets(sets: Sequence[Sequence[PoolRows]], rounds: int, threads: int, label: str = "learned") -> LearnedReranker:
+    """The reranker averaging :data:`RERANKER_MEMBERS` boosters per set of pools (one set per cut into folds)."""
+    return LearnedReranker.fit_sets([(np.concatenate([p.features for p in pools]),
+                                      np.concatenate([p.labels for p in pools]), [len(p.labels) for p in pools])
+                                     for pools in sets],
+                                    FEATURE_NAMES, rounds=rounds, label=label, members=RERANKER_MEMBERS,
+                                    params={"num_threads": threads})
 
 
 @dataclass
@@ -404,7 +421,8 @@ def fit_citation_counter(data: TrainingData, parts: list[list[int]],
 
 
 def check_inputs(settings: Settings, dataset: Dataset, split: str, out: str | Path, *, folds: int = FOLDS,
-                 calibration: CalibrationTargets | None = None, calibration_questions: int = 0) -> None:
+                 calibration: CalibrationTargets | None = None, calibration_questions: int = 0,
+                 partitions: int = PARTITIONS) -> None:
     """Check everything that can be checked before the long work starts.
 
     ``calibration_questions`` must be 0 (all) or at least ``folds`` (one question per fold). The split
@@ -418,6 +436,8 @@ def check_inputs(settings: Settings, dataset: Dataset, split: str, out: str | Pa
     """
     if not 2 <= folds <= 20:
         raise InvalidInput(f"--folds must be between 2 and 20, got {folds}")
+    if not 1 <= partitions <= MAX_PARTITIONS:
+        raise InvalidInput(f"--partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
     if calibration_questions < 0:
         raise InvalidInput(f"--calibration-questions must be 0 (all) or more, got {calibration_questions}")
     if calibration is not None and 0 < calibration_questions < folds:
@@ -468,6 +488,8 @@ class TrainingRun:
     split: str
     out: Path
     folds: int = FOLDS
+    partitions: int = PARTITIONS
+    """Cuts into folds whose pools train the served rerankers (:data:`PARTITIONS`)."""
     calibration: CalibrationTargets | None = None
     """``None``: no routing calibration (``--no-calibrate``)."""
     calibration_questions: int = CALIBRATION_QUESTIONS
@@ -495,6 +517,8 @@ class TrainingRun:
     """Agentic pools: the split's questions (numbered by row) and, after them, the questions joined
     from each fold's own questions."""
     hybrid_groups: list[PoolRows] = field(default_factory=list)
+    more_cuts: list[CutPools] = field(default_factory=list)
+    """The pools of each further cut into folds (``partitions`` > 1)."""
     borrowed: TrainingPools | None = None
     """Another training's reranker pools (``--borrow``), added to every reranker fit of this one."""
     gold_counts: list[int] = field(default_factory=list)
@@ -571,15 +595,24 @@ def step_fusion(run: TrainingRun) -> None:
 
 def step_fold_parts(run: TrainingRun) -> None:
     """Cut the split into folds and fit the question-level parts of each on the other folds."""
-    assert run.graph is not None and run.fusion is not None
     data = run.prepared()
     run.parts = folds_of(len(data.queries), run.folds)
     run.say(f"fitting the question-level parts of {run.folds} folds")
+    run.fold_models = _fold_models(run, run.parts)
+
+
+def _fold_models(run: TrainingRun, parts: Sequence[Sequence[int]]) -> list[TrainedModels]:
+    """Per fold of ``parts``, the question-level parts fitted on the other folds, with the fusion
+    weights (and the law mixer, once fitted)."""
+    assert run.graph is not None and run.fusion is not None
+    data = run.prepared()
     embedder = run.runtime.index_embedder(run.index).name
-    run.fold_models = [replace(fit_parts(data, run.fold_rows(f), run.graph, run.vocabulary, embedder),
-                               fusion=run.fusion.weights("model"))
-                       for f in tqdm(range(run.folds), desc="fold parts", unit="fold", disable=not run.show_bars,
-                                     leave=False)]
+    out = []
+    for f in tqdm(range(len(parts)), desc="fold parts", unit="fold", disable=not run.show_bars, leave=False):
+        rows = [i for g, part in enumerate(parts) if g != f for i in part]
+        out.append(replace(fit_parts(data, rows, run.graph, run.vocabulary, embedder),
+                           fusion=run.fusion.weights("model"), law_mixer=run.law_mixer))
+    return out
 
 
 def step_law_mixer(run: TrainingRun) -> None:
@@ -634,29 +667,76 @@ def step_pools(run: TrainingRun) -> None:
     Each fold also gets questions joined from its own held-out questions (multi-issue pools; their
     parts never leave the fold), numbered after the split's questions, in the fold they came from.
     """
-    assert run.graph is not None
     data = run.prepared()
     run.say("searching every question as at query time (reranker pools)")
-    run.gold_counts = [len(g) for g in data.golds]
-    run.cv_folds = [list(p) for p in run.parts]
+    cut = search_pools(run, run.parts, run.fold_models, SEED)
+    run.agentic_groups, run.hybrid_groups = cut.agentic, cut.hybrid
+    run.gold_counts = [len(g) for g in data.golds] + cut.joined_gold_counts
+    run.cv_folds = [list(p) + joined for p, joined in zip(run.parts, cut.joined_by_fold, strict=True)]
+
+
+@dataclass
+class CutPools:
+    """The pools of one cut of the split into folds (:func:`search_pools`)."""
+
+    agentic: list[PoolRows]
+    """The split's questions (numbered by row) and the questions joined in each fold, fold by fold."""
+    hybrid: list[PoolRows]
+    joined_gold_counts: list[int]
+    """Gold-set size of each joined question, in the order of their numbers."""
+    joined_by_fold: list[list[int]]
+    """Per fold, the numbers of the questions joined from its questions."""
+    sources: list[frozenset[int]]
+    """Per agentic pool, the rows of the split its question is made of (one row, or a joined question's parts)."""
+
+    def without(self, rows: set[int]) -> tuple[list[PoolRows], list[PoolRows]]:
+        """The agentic and hybrid pools whose questions use none of ``rows``."""
+        return ([p for p, used in zip(self.agentic, self.sources, strict=True) if not used & rows],
+                [p for p in self.hybrid if p.number not in rows])
+
+
+def search_pools(run: TrainingRun, parts: Sequence[Sequence[int]], fold_models: Sequence[TrainedModels],
+                 seed: int) -> CutPools:
+    """Every question of ``parts`` searched as at query time with its fold's models and the planner
+    policy, plus the questions joined from each fold's questions (seeded ``seed`` + fold); joined
+    questions are numbered from the number of the split's questions up."""
+    assert run.graph is not None
+    data = run.prepared()
+    cut = CutPools([], [], [], [], [])
+    row_of = {q.qid: i for i, q in enumerate(data.queries)}
     with run.bar(len(data.queries), "reranker pools") as bar:
-        for f, held in enumerate(run.parts):
-            models = replace(run.fold_models[f], planner=run.policy)
+        for f, held in enumerate(parts):
+            models = replace(fold_models[f], planner=run.policy)
             agentic = AgenticPipeline.from_runtime(run.runtime, models=models)
             hybrid = AgenticPipeline.from_runtime(run.runtime, name="hybrid+rerank", rounds=False, models=models)
             for i in held:
-                run.agentic_groups.append(pool_rows(agentic, data.queries[i], data.golds[i], run.index, _depth(run), i))
-                run.hybrid_groups.append(pool_rows(hybrid, data.queries[i], data.golds[i], run.index, _depth(run), i))
+                cut.agentic.append(pool_rows(agentic, data.queries[i], data.golds[i], run.index, _depth(run), i))
+                cut.sources.append(frozenset([i]))
+                cut.hybrid.append(pool_rows(hybrid, data.queries[i], data.golds[i], run.index, _depth(run), i))
                 bar.update(1)
             joined = joined_for_training([data.queries[i].qid for i in held], [data.queries[i].text for i in held],
                                          [data.golds[i] for i in held], run.graph, language=data.language,
-                                         seed=SEED + f)
+                                         seed=seed + f)
+            numbers = []
             for j in joined:
-                number = len(run.gold_counts)
+                number = len(data.queries) + len(cut.joined_gold_counts)
                 query = Query(text=j.text, qid=j.qid, lang=data.queries[held[0]].lang)
-                run.agentic_groups.append(pool_rows(agentic, query, set(j.gold), run.index, _depth(run), number))
-                run.gold_counts.append(len(j.gold))
-                run.cv_folds[f].append(number)
+                cut.agentic.append(pool_rows(agentic, query, set(j.gold), run.index, _depth(run), number))
+                cut.sources.append(frozenset(row_of[q] for q in j.parts))
+                cut.joined_gold_counts.append(len(j.gold))
+                numbers.append(number)
+            cut.joined_by_fold.append(numbers)
+    return cut
+
+
+def step_more_cuts(run: TrainingRun) -> None:
+    """The pools of the split cut into folds again (``partitions`` − 1 times, seeds ``SEED + 1``, …):
+    the folds' parts are fitted anew, the planner policy and the law mixer are the first cut's."""
+    data = run.prepared()
+    for p in range(1, run.partitions):
+        run.say(f"cutting the split into folds again ({p + 1} of {run.partitions}) for more reranker pools")
+        parts = folds_of(len(data.queries), run.folds, seed=SEED + p)
+        run.more_cuts.append(search_pools(run, parts, _fold_models(run, parts), SEED + p))
 
 
 def step_rerankers(run: TrainingRun) -> None:
@@ -699,17 +779,20 @@ def step_final(run: TrainingRun) -> None:
     run.say("fitting the final models on the whole split")
     every = list(range(len(data.queries)))
     final = fit_parts(data, every, run.graph, run.vocabulary, run.runtime.index_embedder(run.index).name)
-    # the split's questions, the ones joined from them, and any borrowed pools
-    agentic = _fit(run.agentic_groups + run.borrowed_rows("agentic"), run.rounds, run.threads)
-    hybrid = _fit(run.hybrid_groups + run.borrowed_rows("hybrid"), run.rounds, run.threads, label="learned_hybrid")
+    # per cut into folds: the split's questions, the ones joined from them, and any borrowed pools
+    cuts = [(run.agentic_groups, run.hybrid_groups), *((c.agentic, c.hybrid) for c in run.more_cuts)]
+    agentic = _fit_sets([a + run.borrowed_rows("agentic") for a, _ in cuts], run.rounds, run.threads)
+    hybrid = _fit_sets([h + run.borrowed_rows("hybrid") for _, h in cuts], run.rounds, run.threads,
+                       label="learned_hybrid")
     run.models = replace(final, fusion=run.fusion.weights("model"), planner=run.policy, law_mixer=run.law_mixer,
                          citation_counter=run.citation_counter, issue_reserve=run.issue_reserve,
                          reranker_agentic=agentic, reranker_hybrid=hybrid)
     run.info = {"dataset": run.dataset.name, "data": str(run.dataset.path), "split": run.split,
                 "questions": len(data.queries), "corpus_documents": len(run.graph), "index": run.index,
-                "folds": run.folds, **run.info, "timings_s": dict(run.timings)}
+                "folds": run.folds, "partitions": run.partitions, **run.info, "timings_s": dict(run.timings)}
     run.models.info = run.info
     run.models.save(run.out)
+    # the first cut's only: a borrower would otherwise weigh these questions once per cut
     save_pools(run.out, agentic=_pools_of(run.agentic_groups), hybrid=_pools_of(run.hybrid_groups))
 
 
@@ -775,6 +858,7 @@ STEPS: tuple[Step, ...] = (
     Step("policy", step_policy),
     Step("pools", step_pools),
     Step("cv", step_rerankers),
+    Step("more_cuts", step_more_cuts),
     Step("final", step_final),
     Step("compile", step_compile),
     Step("calibrate", step_calibrate),
@@ -784,13 +868,14 @@ later step leaves working (uncalibrated) models behind."""
 
 
 def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path, *, folds: int = FOLDS,
-                 calibration: CalibrationTargets | None = DEFAULT_TARGETS,
+                 partitions: int = PARTITIONS, calibration: CalibrationTargets | None = DEFAULT_TARGETS,
                  calibration_questions: int = CALIBRATION_QUESTIONS, borrow: Sequence[str | Path] = (),
                  progress: Callable[[str], None] | None = None, show_bars: bool = False) -> TrainReport:
     """Fit every learned part on ``split`` of ``dataset``, calibrate routing (unless ``calibration``
     is ``None``) and write the model folder ``out``, with the rerankers' training pools
     (:mod:`service.rerank.pools`). The rerankers also train on the pools of the model folders (or
-    pools files) in ``borrow``.
+    pools files) in ``borrow``, and average boosters over ``partitions`` cuts of the split into folds
+    (:data:`PARTITIONS`).
 
     Raises:
         InvalidInput: for inputs :func:`check_inputs` refuses (before any long work).
@@ -798,10 +883,10 @@ def train_models(runtime: Runtime, dataset: Dataset, split: str, out: str | Path
         LexsearchError: from the engine.
     """
     check_inputs(runtime.settings, dataset, split, out, folds=folds, calibration=calibration,
-                 calibration_questions=calibration_questions)
+                 calibration_questions=calibration_questions, partitions=partitions)
     if any(Path(b).resolve() in (Path(out).resolve(), (Path(out) / POOLS_FILE).resolve()) for b in borrow):
         raise InvalidInput(f"--borrow {out}: that is the folder this training writes; borrow another one")
-    run = TrainingRun(runtime, dataset, split, Path(out), folds=folds, calibration=calibration,
+    run = TrainingRun(runtime, dataset, split, Path(out), folds=folds, partitions=partitions, calibration=calibration,
                       calibration_questions=calibration_questions, progress=progress,
                       show_bars=show_bars, borrowed=load_pools(borrow) if borrow else None)
     started = time.perf_counter()
@@ -855,12 +940,18 @@ def _held_out_models(run: TrainingRun, f: int) -> TrainedModels:
     """A complete model set that never saw fold ``f``'s questions: the fold's parts, and a planner
     policy and rerankers (as many trees as the final ones) fitted on the other folds. The agentic
     reranker is the cross-validation's model of the fold, cut to the chosen rounds (the same model as
-    a fit with those rounds, without fitting it again)."""
-    rest = run.fold_rows(f)
+    a fit with those rounds, without fitting it again), averaged with boosters fitted on the further
+    cuts' pools of questions that use none of the fold's."""
+    held = set(run.parts[f])
+    keep = set(run.fold_rows(f))
+    others = [cut.without(held) for cut in run.more_cuts]
     agentic = run.cv_rerankers[f].first(run.rounds)
-    keep = set(rest)
-    hybrid = _fit([p for p in run.hybrid_groups if p.number in keep] + run.borrowed_rows("hybrid"), run.rounds,
-                  run.threads, label="learned_hybrid")
+    if others:
+        agentic = LearnedReranker.averaging(
+            [agentic, _fit_sets([a + run.borrowed_rows("agentic") for a, _ in others], run.rounds, run.threads)])
+    hybrid = _fit_sets([[p for p in run.hybrid_groups if p.number in keep] + run.borrowed_rows("hybrid"),
+                        *(h + run.borrowed_rows("hybrid") for _, h in others)],
+                       run.rounds, run.threads, label="learned_hybrid")
     return replace(run.fold_models[f], planner=_fit_policy(run.policy_rows, frozenset(run.parts[f])),
                    issue_reserve=run.issue_reserve, reranker_agentic=agentic, reranker_hybrid=hybrid,
                    info={"data": str(run.dataset.path), "split": f"{run.split} without calibration fold {f + 1}"})

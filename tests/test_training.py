@@ -78,9 +78,12 @@ def test_training_writes_every_component(trained) -> None:
     assert models is load_models(out)  # cached per process
     assert models.memory is not None and len(models.memory) == 8
     assert models.issue_reserve == report["cv"]["issue_reserve"] and models.cocitation is not None
-    # each reranker averages RERANKER_MEMBERS seeded boosters, stored as one model of all their trees
+    # each reranker averages RERANKER_MEMBERS seeded boosters per cut of the split into folds (PARTITIONS
+    # cuts), stored as one model of all their trees
     assert report["cv"]["reranker_members"] == training.RERANKER_MEMBERS == 5
-    assert models.reranker_agentic.booster.num_trees() == 5 * report["cv"]["agentic_rounds"]
+    assert manifest["partitions"] == training.PARTITIONS == 2 and "more_cuts" in report["timings_s"]
+    assert models.reranker_agentic.booster.num_trees() == 2 * 5 * report["cv"]["agentic_rounds"]
+    assert models.reranker_hybrid.booster.num_trees() == 2 * 5 * report["cv"]["agentic_rounds"]
     # trained on the process's computing threads (cpu.threads), not on a fixed count
     assert f"[num_threads: {runtime.settings.cpu.threads}]" in (out / "reranker_agentic.txt").read_text()
     assert models.law_probabilities("用人单位辞退劳动者") and models.prior.count("17083") == 1
@@ -108,6 +111,28 @@ def test_training_keeps_its_reranker_pools_and_another_training_borrows_them(tra
     rows = own.agentic.features[:50]
     assert not np.allclose(plain.reranker_agentic.scores(rows, FEATURE_NAMES),
                            lent.reranker_agentic.scores(rows, FEATURE_NAMES))
+
+
+def test_one_cut_into_folds_trains_the_rerankers_on_the_first_cuts_pools_alone(trained, tmp_path: Path) -> None:
+    runtime, out, report, _ = trained
+    single = tmp_path / "one-cut"
+    got = train_models(runtime, Dataset(MINI), "dev", single, folds=2, partitions=1, calibration=None).to_dict()
+    assert got["partitions"] == 1 and got["cv"] == {**report["cv"], "law": got["cv"]["law"]}
+    one, two = read_models(single, compile_trees=False), read_models(out, compile_trees=False)
+    assert one.reranker_agentic.booster.num_trees() == 5 * got["cv"]["agentic_rounds"]
+    # the first cut is the same either way: so are its pools (the ones a borrower gets) and the cross-validation
+    assert np.array_equal(load_pools([single]).agentic.features, load_pools([out]).agentic.features)
+    # the second cut's pools (other folds, other joined questions) make the averaged model score otherwise
+    rows = load_pools([out]).agentic.features
+    assert not np.allclose(one.reranker_agentic.scores(rows, FEATURE_NAMES),
+                           two.reranker_agentic.scores(rows, FEATURE_NAMES))
+
+
+def test_the_cli_default_of_partitions_is_the_trainings() -> None:
+    from service.cli import build_parser
+
+    args = build_parser().parse_args(["train", "--data", "d", "--split", "s", "--out", "o"])
+    assert args.partitions == training.PARTITIONS and args.folds == training.FOLDS
 
 
 def test_the_article_classifier_adds_its_best_articles_to_the_pool(trained) -> None:
@@ -287,6 +312,7 @@ def test_no_calibrate_stores_no_routing(trained, tmp_path: Path) -> None:
     ("out-other", "holds files but no trained models"),
     ("out-unwritable", "cannot write the model folder"),
     ("folds", "--folds must be between 2 and 20"),
+    ("partitions", "--partitions must be between 1 and 5"),
     ("targets", "latency budget"),
     ("questions", "--calibration-questions must be 0"),
     ("sample", r"at least --folds \(2\), got 1"),
@@ -317,7 +343,8 @@ def test_inputs_are_checked_before_any_long_work(tmp_path: Path, case: str, mess
     borrow = {"borrow": [tmp_path / "no-model"], "borrow-self": [out]}.get(case, [])
     with pytest.raises(InvalidInput, match=message):
         train_models(runtime, dataset, split, out, folds=folds, calibration=targets,
-                     calibration_questions={"questions": -1, "sample": 1}.get(case, 300), borrow=borrow)
+                     calibration_questions={"questions": -1, "sample": 1}.get(case, 300), borrow=borrow,
+                     partitions=0 if case == "partitions" else 2)
     assert not (tmp_path / "indices").exists() and not runtime._embedders and runtime._backend is None
 
 

@@ -30,6 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       data_help="dataset folder (corpus*.jsonl, queries/qrels of the split)")
     p.add_argument("--out", required=True, help="model folder to write (new, or one written by lexsearch train)")
     p.add_argument("--folds", type=int, default=5, help="cross-fitting folds, also used for calibration (default 5)")
+    p.add_argument("--partitions", type=int, default=2, metavar="N",
+                   help="cut the split into folds N times and average the rerankers trained on each cut's pools "
+                        "(1 to 5, default 2; each further cut adds its searches and a reranker fit)")
     p.add_argument("--no-calibrate", dest="calibrate", action="store_false",
                    help="skip the routing calibration (routed search then uses the index's or the settings' "
                         "thresholds)")
@@ -56,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     targets = CalibrationTargets(args.recall_target, args.latency_budget, args.confidence,
                                  args.min_confidence) if args.calibrate else None
     runtime = Runtime(settings)
-    report = train_models(runtime, dataset, args.split, args.out, folds=args.folds, calibration=targets,
+    report = train_models(runtime, dataset, args.split, args.out, folds=args.folds, partitions=args.partitions,
+                          calibration=targets,
                           calibration_questions=(CALIBRATION_QUESTIONS if args.calibration_questions is None
                                                  else args.calibration_questions),
                           borrow=args.borrow, progress=info, show_bars=progress_enabled())

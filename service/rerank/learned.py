@@ -7,8 +7,11 @@ articles. Stored as LightGBM's text model plus the feature names it was trained 
 A model may average several members that differ only in their seed (each round draws its own
 rows and features, ``bagging_fraction`` and ``feature_fraction``): on training splits of a few
 hundred questions one seed's draws move Recall@10 by points, and the mean of five is better there
-(neutral on 1,000 questions; docs/BENCHMARKS.md, "Rerankers averaged over seeds"). The members are written as
-one model (:mod:`service.rerank.tree_average`), so loading and scoring do not change.
+(neutral on 1,000 questions; docs/BENCHMARKS.md, "Rerankers averaged over seeds"). Members may also
+be trained on several sets of rows: ``lexsearch train`` builds the pools of the same questions over
+more than one cut into folds, and the members of every set are averaged (docs/BENCHMARKS.md,
+"Rerankers averaged over fold partitions"). The members are written as one model
+(:mod:`service.rerank.tree_average`), so loading and scoring do not change.
 
 Example::
 
@@ -94,19 +97,50 @@ class LearnedReranker:
             ValueError: when the rows and the groups disagree, no group has a relevant row, or
                 ``members`` is not between 1 and ``len(MEMBER_SEEDS)``.
         """
+        return cls.fit_sets([(features, labels, groups)], feature_names, rounds=rounds, params=params, label=label,
+                            members=members)
+
+    @classmethod
+    def fit_sets(cls, sets: Sequence[tuple[np.ndarray, np.ndarray, Sequence[int]]], feature_names: Sequence[str], *,
+                 rounds: int = ROUNDS, params: dict[str, Any] | None = None, label: str = "learned",
+                 members: int = 1) -> LearnedReranker:
+        """Train ``members`` boosters (the seeds :data:`MEMBER_SEEDS`) on each ``(features, labels,
+        groups)`` of ``sets``; the model scores the mean of all of them.
+
+        Raises:
+            ValueError: for no set, a set whose rows and groups disagree or without a relevant row, or
+                ``members`` not between 1 and ``len(MEMBER_SEEDS)``.
+        """
         import lightgbm
 
-        if sum(groups) != len(features) or len(labels) != len(features):
-            raise ValueError("features, labels and groups do not line up")
-        if not np.any(labels > 0):
-            raise ValueError("no relevant candidate in the training pools")
+        if not sets:
+            raise ValueError("a reranker needs at least one set of training rows")
         if not 1 <= members <= len(MEMBER_SEEDS):
             raise ValueError(f"a reranker has 1 to {len(MEMBER_SEEDS)} members, got {members}")
-        data = lightgbm.Dataset(features, label=labels, group=list(groups), feature_name=list(feature_names),
-                                free_raw_data=False)
-        boosters = [lightgbm.train({**PARAMS, **(params or {}), "seed": seed}, data, num_boost_round=rounds)
-                    for seed in MEMBER_SEEDS[:members]]
+        boosters = []
+        for features, labels, groups in sets:
+            if sum(groups) != len(features) or len(labels) != len(features):
+                raise ValueError("features, labels and groups do not line up")
+            if not np.any(labels > 0):
+                raise ValueError("no relevant candidate in the training pools")
+            data = lightgbm.Dataset(features, label=labels, group=list(groups), feature_name=list(feature_names),
+                                    free_raw_data=False)
+            boosters += [lightgbm.train({**PARAMS, **(params or {}), "seed": seed}, data, num_boost_round=rounds)
+                         for seed in MEMBER_SEEDS[:members]]
         return cls(average_boosters(boosters), feature_names, label=label, members=boosters)
+
+    @classmethod
+    def averaging(cls, models: Sequence[LearnedReranker]) -> LearnedReranker:
+        """One model scoring the mean of every member of ``models`` (fitted in this process, on the
+        same features), named as the first.
+
+        Raises:
+            ValueError: for no model, or a loaded one (its members are not known).
+        """
+        if not models:
+            raise ValueError("averaging needs at least one model")
+        members = [b for m in models for b in m._members()]
+        return cls(average_boosters(members), models[0].feature_names, label=models[0].name, members=members)
 
     def first(self, rounds: int) -> LearnedReranker:
         """The model made of each member's first ``rounds`` boosting rounds. Boosting is sequential

@@ -140,6 +140,38 @@ def test_a_model_of_several_members_scores_their_mean_and_cuts_each_member(tmp_p
         LearnedReranker.fit(features, labels, groups, names, rounds=5, members=0)
 
 
+def test_a_model_fitted_on_several_sets_of_rows_scores_the_mean_of_each_sets_model(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    first, second = _pools(rng), _pools(rng)
+    names = ["a", "b", "c"]
+    both = LearnedReranker.fit_sets([first, second], names, rounds=20, members=2, label="x")
+    x = rng.standard_normal((50, 3)).astype(np.float32)
+    assert both.members is not None and len(both.members) == 4 and both.booster.num_trees() == 80 and both.name == "x"
+    alone = [LearnedReranker.fit(*rows, names, rounds=20, members=2) for rows in (first, second)]
+    np.testing.assert_allclose(both.scores(x, names), np.mean([m.scores(x, names) for m in alone], axis=0),
+                               rtol=0, atol=1e-12)
+    merged = LearnedReranker.averaging(alone)  # the same model from the two models fitted apart
+    assert merged.name == "learned" and merged.members is not None and len(merged.members) == 4
+    np.testing.assert_allclose(merged.scores(x, names), both.scores(x, names), rtol=0, atol=1e-12)
+    cut = both.first(5)  # each member is cut, whichever set it learned from
+    assert cut.booster.num_trees() == 20
+    np.testing.assert_allclose(both.predict_first(x, 5), cut.scores(x, names), rtol=0, atol=1e-12)
+    both.save(tmp_path / "both.txt")
+    loaded = LearnedReranker.load(tmp_path / "both.txt", names, compile_trees=False)
+    np.testing.assert_allclose(loaded.scores(x, names), both.scores(x, names), rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="at least one model"):
+        LearnedReranker.averaging([])
+    with pytest.raises(ValueError, match="members are not known"):
+        LearnedReranker.averaging([loaded])
+    with pytest.raises(ValueError, match="at least one set"):
+        LearnedReranker.fit_sets([], names, rounds=5)
+    features, labels, groups = second
+    with pytest.raises(ValueError, match="no relevant candidate"):
+        LearnedReranker.fit_sets([first, (features, np.zeros_like(labels), groups)], names, rounds=5)
+    with pytest.raises(ValueError, match="do not line up"):
+        LearnedReranker.fit_sets([first, (features, labels, [len(labels) + 1])], names, rounds=5)
+
+
 def test_llm_rerank_valid_flow_puts_the_llm_order_first(openai_server: OpenAITestServer) -> None:
     openai_server.script_chat(Reply(json={"ids": ["d3", "d1"]}))
     context = _context()
