@@ -128,6 +128,19 @@ def test_one_cut_into_folds_trains_the_rerankers_on_the_first_cuts_pools_alone(t
                            two.reranker_agentic.scores(rows, FEATURE_NAMES))
 
 
+def test_a_cuts_pools_without_some_questions_drop_every_pool_made_of_one() -> None:
+    def pool(number: int) -> training.PoolRows:
+        return training.PoolRows(np.zeros((1, len(FEATURE_NAMES)), np.float32), np.ones(1, np.float32), number,
+                                 [None], 1)
+
+    # rows 0-2 of the split, and a question joined from rows 0 and 2 (number 3)
+    cut = training.CutPools([pool(0), pool(1), pool(2), pool(3)], [pool(0), pool(1), pool(2)], [2], [[3]],
+                            [frozenset({0}), frozenset({1}), frozenset({2}), frozenset({0, 2})])
+    agentic, hybrid = cut.without({2})
+    assert [p.number for p in agentic] == [0, 1] and [p.number for p in hybrid] == [0, 1]
+    assert [p.number for p in cut.without({1})[0]] == [0, 2, 3]
+
+
 def test_the_cli_default_of_partitions_is_the_trainings() -> None:
     from service.cli import build_parser
 
