@@ -224,6 +224,11 @@ def folds_of(n: int, folds: int = FOLDS, seed: int = SEED) -> list[list[int]]:
     return [sorted(order[f::folds]) for f in range(folds)]
 
 
+def rows_except(parts: Sequence[Sequence[int]], f: int) -> list[int]:
+    """The rows of every fold of ``parts`` but ``f``."""
+    return [i for g, part in enumerate(parts) if g != f for i in part]
+
+
 def _request(query: Query, index: str, k: int) -> SearchRequest:
     return SearchRequest(query=query.text, index=index, k=k, lang=query.lang, qid=query.qid,
                          options={"reranker": "none"})
@@ -558,7 +563,7 @@ class TrainingRun:
 
     def fold_rows(self, f: int) -> list[int]:
         """The rows of every fold but ``f``."""
-        return [i for g, part in enumerate(self.parts) if g != f for i in part]
+        return rows_except(self.parts, f)
 
     def borrowed_rows(self, kind: str) -> list[PoolRows]:
         """The borrowed pools of reranker ``kind`` (``agentic`` or ``hybrid``) as training rows (none
@@ -609,8 +614,7 @@ def _fold_models(run: TrainingRun, parts: Sequence[Sequence[int]]) -> list[Train
     embedder = run.runtime.index_embedder(run.index).name
     out = []
     for f in tqdm(range(len(parts)), desc="fold parts", unit="fold", disable=not run.show_bars, leave=False):
-        rows = [i for g, part in enumerate(parts) if g != f for i in part]
-        out.append(replace(fit_parts(data, rows, run.graph, run.vocabulary, embedder),
+        out.append(replace(fit_parts(data, rows_except(parts, f), run.graph, run.vocabulary, embedder),
                            fusion=run.fusion.weights("model"), law_mixer=run.law_mixer))
     return out
 
@@ -952,6 +956,6 @@ def _held_out_models(run: TrainingRun, f: int) -> TrainedModels:
     hybrid = _fit_sets([[p for p in run.hybrid_groups if p.number in keep] + run.borrowed_rows("hybrid"),
                         *(h + run.borrowed_rows("hybrid") for _, h in others)],
                        run.rounds, run.threads, label="learned_hybrid")
-    return replace(run.fold_models[f], planner=_fit_policy(run.policy_rows, frozenset(run.parts[f])),
+    return replace(run.fold_models[f], planner=_fit_policy(run.policy_rows, frozenset(held)),
                    issue_reserve=run.issue_reserve, reranker_agentic=agentic, reranker_hybrid=hybrid,
                    info={"data": str(run.dataset.path), "split": f"{run.split} without calibration fold {f + 1}"})
