@@ -54,7 +54,6 @@ from service.evaluation.bootstrap import ratio_interval
 from service.evaluation.dataset_index import ensure_dataset_index
 from service.evaluation.harness import QueryScore, evaluate, summarise
 from service.evaluation.runs import write_run
-from service.models import load_models
 from service.pipelines.base import SearchResponse
 from service.pipelines.build import Runtime
 from service.retrieval.sets import DEFAULT_SET_CHOICES, CliffSet, parse_set_choices
@@ -203,7 +202,7 @@ def main(argv: list[str]) -> int:
             # weights, not with the fold's trained ones (which the model folder would impose)
             first_stage = label_free[variant]
             runtime = runtime_for(variant, str(model_dir)) if trained else first_stage
-            models = load_models(runtime.settings.index.model_dir) if trained else None
+            models = runtime.models() if trained else None
             choices, _ = parse_set_choices(args.sets, counter=models.citation_counter if models else None)
             params = RoutingParams.resolve(runtime.settings.routing, runtime.backend.metadata(index))
             choices = [CliffSet(params.cut_sigma, params.cut_min_k, params.cut_max_k, params.cut_depth)
