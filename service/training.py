@@ -561,10 +561,6 @@ class TrainingRun:
         assert self.data is not None, "the prepare step runs first"
         return self.data
 
-    def fold_rows(self, f: int) -> list[int]:
-        """The rows of every fold but ``f``."""
-        return rows_except(self.parts, f)
-
     def borrowed_rows(self, kind: str) -> list[PoolRows]:
         """The borrowed pools of reranker ``kind`` (``agentic`` or ``hybrid``) as training rows (none
         without ``--borrow``); numbered -1, so no fold holds them and no score counts them."""
@@ -785,9 +781,9 @@ def step_final(run: TrainingRun) -> None:
     final = fit_parts(data, every, run.graph, run.vocabulary, run.runtime.index_embedder(run.index).name)
     # per cut into folds: the split's questions, the ones joined from them, and any borrowed pools
     cuts = [(run.agentic_groups, run.hybrid_groups), *((c.agentic, c.hybrid) for c in run.more_cuts)]
-    agentic = _fit_sets([a + run.borrowed_rows("agentic") for a, _ in cuts], run.rounds, run.threads)
-    hybrid = _fit_sets([h + run.borrowed_rows("hybrid") for _, h in cuts], run.rounds, run.threads,
-                       label="learned_hybrid")
+    lent_agentic, lent_hybrid = run.borrowed_rows("agentic"), run.borrowed_rows("hybrid")
+    agentic = _fit_sets([a + lent_agentic for a, _ in cuts], run.rounds, run.threads)
+    hybrid = _fit_sets([h + lent_hybrid for _, h in cuts], run.rounds, run.threads, label="learned_hybrid")
     run.models = replace(final, fusion=run.fusion.weights("model"), planner=run.policy, law_mixer=run.law_mixer,
                          citation_counter=run.citation_counter, issue_reserve=run.issue_reserve,
                          reranker_agentic=agentic, reranker_hybrid=hybrid)
@@ -947,14 +943,14 @@ def _held_out_models(run: TrainingRun, f: int) -> TrainedModels:
     a fit with those rounds, without fitting it again), averaged with boosters fitted on the further
     cuts' pools of questions that use none of the fold's."""
     held = set(run.parts[f])
-    keep = set(run.fold_rows(f))
     others = [cut.without(held) for cut in run.more_cuts]
+    lent_agentic, lent_hybrid = run.borrowed_rows("agentic"), run.borrowed_rows("hybrid")
     agentic = run.cv_rerankers[f].first(run.rounds)
     if others:
         agentic = LearnedReranker.averaging(
-            [agentic, _fit_sets([a + run.borrowed_rows("agentic") for a, _ in others], run.rounds, run.threads)])
-    hybrid = _fit_sets([[p for p in run.hybrid_groups if p.number in keep] + run.borrowed_rows("hybrid"),
-                        *(h + run.borrowed_rows("hybrid") for _, h in others)],
+            [agentic, _fit_sets([a + lent_agentic for a, _ in others], run.rounds, run.threads)])
+    first_hybrid = [p for p in run.hybrid_groups if p.number not in held]  # hybrid pools are the split's rows
+    hybrid = _fit_sets([first_hybrid + lent_hybrid, *(h + lent_hybrid for _, h in others)],
                        run.rounds, run.threads, label="learned_hybrid")
     return replace(run.fold_models[f], planner=_fit_policy(run.policy_rows, frozenset(held)),
                    issue_reserve=run.issue_reserve, reranker_agentic=agentic, reranker_hybrid=hybrid,

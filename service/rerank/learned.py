@@ -117,12 +117,13 @@ class LearnedReranker:
             raise ValueError("a reranker needs at least one set of training rows")
         if not 1 <= members <= len(MEMBER_SEEDS):
             raise ValueError(f"a reranker has 1 to {len(MEMBER_SEEDS)} members, got {members}")
-        boosters = []
-        for features, labels, groups in sets:
+        for features, labels, groups in sets:  # every set checked before any booster is fitted
             if sum(groups) != len(features) or len(labels) != len(features):
                 raise ValueError("features, labels and groups do not line up")
             if not np.any(labels > 0):
                 raise ValueError("no relevant candidate in the training pools")
+        boosters = []
+        for features, labels, groups in sets:
             data = lightgbm.Dataset(features, label=labels, group=list(groups), feature_name=list(feature_names),
                                     free_raw_data=False)
             boosters += [lightgbm.train({**PARAMS, **(params or {}), "seed": seed}, data, num_boost_round=rounds)
