@@ -184,7 +184,7 @@ def fit_fusion_weights(runtime: Runtime, data: TrainingData, index: str) -> Fusi
     lists = [(hybrid.bm25(q.text, index, k=cfg.depth, filters=None, lang=q.lang),
               runtime.backend.knn(index, vector, k=cfg.depth))
              for q, vector in zip(data.queries, data.vectors, strict=True)]
-    return fit_weights(lists, data.golds, cfg, method="trained")
+    return fit_weights(lists, data.golds, cfg, method="trained", depth=cfg.depth)
 
 
 def fit_parts(data: TrainingData, rows: Sequence[int], graph: CorpusGraph, vocabulary: Vocabulary | None,
@@ -271,7 +271,8 @@ def law_evidence(runtime: Runtime, models: TrainedModels, data: TrainingData, i:
     bm25 = hybrid.bm25(query.text, index, k=k, filters=None, lang=query.lang)
     knn = runtime.backend.knn(index, data.vectors[i], k=k)
     weights = with_trained(runtime.retrieval(index).weights, models.fusion, runtime.settings.retrieval)
-    ranked = [graph.law_of(h.doc_id) for h in hybrid.fuse(Probe(bm25, knn, data.vectors[i], weights))]
+    probe = Probe(bm25, knn, data.vectors[i], weights, depth=hybrid.scale_depth(k))
+    ranked = [graph.law_of(h.doc_id) for h in hybrid.fuse(probe)]
     clf = models.law_classifier
     laws = clf.law_probabilities(data.tokens[i], data.vectors[i]) if clf is not None else []
     return LawEvidence.gather(query.text, laws, ranked, graph.laws())

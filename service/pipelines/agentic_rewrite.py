@@ -131,4 +131,6 @@ class RewriteStep:
             vector = rewrite.vector if rewrite.vector is not None else vectors.get(rewrite.text)
             if vector is not None:
                 knn = self.backend.knn(request.index, vector, k=depth, filters=request.filters)
-        return self.hybrid.fuse(Probe(bm25, knn, None, weights)) if bm25 and knn else (bm25 or knn)
+        if not (bm25 and knn):
+            return bm25 or knn
+        return self.hybrid.fuse(Probe(bm25, knn, None, weights, depth=self.hybrid.scale_depth(depth)))

@@ -176,6 +176,9 @@ class Probe:
     """The heading section of each candidate that has one (``None``: the fusion shares no section evidence)."""
     knn_feedback: int = 0
     """How many first BM25 hits moved the kNN side's query (0: kNN searched with ``vector`` itself)."""
+    depth: int = 0
+    """The depth a shorter BM25 list is read against, as holding every match (0: none;
+    :meth:`HybridPipeline.scale_depth <service.pipelines.hybrid.HybridPipeline.scale_depth>`)."""
 
 
 @runtime_checkable

@@ -99,14 +99,37 @@ def normalize_scores(scores: Sequence[float], method: str) -> np.ndarray:
     raise ValueError(f"unknown normalisation {method!r}; use minmax or zscore")
 
 
+def zscore_within_depth(scores: Sequence[float], depth: int) -> tuple[np.ndarray, float]:
+    """Z-scores of a list that is shorter than the ``depth`` it was asked for, and the z-score of 0.
+
+    Such a list holds every document its retriever matched: the rest of the depth scores 0 (for BM25,
+    no query term). The scale is that of the full depth, the list padded with zeros, so a handful of
+    matches keeps the lead a term match earns over a non-match instead of being centred on itself.
+    """
+    arr = np.asarray(scores, dtype=np.float64)
+    padded = np.concatenate([arr, np.zeros(max(depth - arr.size, 0))])
+    std = float(padded.std())
+    if std == 0 or not math.isfinite(std):
+        return np.zeros_like(arr), 0.0
+    mean = float(padded.mean())
+    return (arr - mean) / std, -mean / std
+
+
 def linear(lists: Mapping[str, Sequence[Hit]], *, weights: Mapping[str, float] | None = None,
            normalization: str = "zscore", label: str = "linear", sections: Mapping[str, str] | None = None,
-           shared: Mapping[str, float] | None = None) -> list[Hit]:
+           shared: Mapping[str, float] | None = None, depths: Mapping[str, int] | None = None) -> list[Hit]:
     """Weighted sum of per-list normalised scores.
 
     A document missing from a list gets that list's minimum normalised score (it scored below
     everything the retriever returned), so documents found by one retriever only are not
     pushed above those found by both.
+
+    With ``depths`` (list name -> the number of hits it was asked for), a named list that came back
+    shorter is read as complete, its missing documents scoring 0: under z-score normalisation it is
+    scaled over the whole depth (:func:`zscore_within_depth`) and a missing document gets the z-score
+    of 0. Name only lists whose non-matches score 0 (BM25). Min-max normalisation ignores ``depths``:
+    it keeps the rule of the engines' own hybrid search, where a list's minimum and a missing
+    document both map to 0.
 
     With ``sections`` (document id -> its section) and ``shared`` (list name -> share ``s``), a list
     also speaks for the section of what it found: in that list every candidate scores at least
@@ -120,14 +143,20 @@ def linear(lists: Mapping[str, Sequence[Hit]], *, weights: Mapping[str, float] |
         label: the key under which the fused score and rank are stored.
         sections: the section of each candidate that has one (others are left alone).
         shared: the share of its section's best score that each named list grants (0 = none).
+        depths: the depth each named list was asked for (see above).
     """
     weights = weights or {}
     shared = shared or {}
+    depths = depths or {}
     merged = _merge_inputs(lists)
     fused: dict[str, float] = dict.fromkeys(merged, 0.0)
     for name, hits in lists.items():
-        norm = normalize_scores([h.score for h in hits], normalization)
-        floor = float(norm.min()) if norm.size else 0.0
+        depth = depths.get(name, 0)
+        if normalization == "zscore" and 0 < len(hits) < depth:
+            norm, floor = zscore_within_depth([h.score for h in hits], depth)
+        else:
+            norm = normalize_scores([h.score for h in hits], normalization)
+            floor = float(norm.min()) if norm.size else 0.0
         values = dict(zip([h.doc_id for h in hits], norm.tolist(), strict=True))
         share = float(shared.get(name, 0.0))
         if share > 0 and sections:

@@ -117,17 +117,20 @@ def fusion_method(settings: RetrievalSettings) -> str:
 
 
 def fuse(bm25: Sequence[Hit], knn: Sequence[Hit], weights: Mapping[str, float],
-         settings: RetrievalSettings, sections: Mapping[str, str] | None = None) -> list[Hit]:
+         settings: RetrievalSettings, sections: Mapping[str, str] | None = None, depth: int = 0) -> list[Hit]:
     """The hybrid ranking of two lists, by the settings' fusion (the hybrid pipeline's own rule).
 
     ``sections`` (candidate id -> heading section, :func:`service.corpus.views.section_key`) let the
     kNN side speak for the section of what it found (``retrieval.section_share``; linear fusion only).
+    ``depth`` is the number of hits each retriever was asked for (0: unknown): a BM25 list that came
+    back shorter holds every match, and the documents it lacks score 0 (z-score fusion,
+    :func:`service.retrieval.fusion.zscore_within_depth`).
     """
     lists = {"bm25": bm25, "knn": knn}
     if settings.fusion == "rrf":
         return fusion.rrf(lists, k=settings.rrf_k, weights=weights)
     return fusion.linear(lists, weights=weights, normalization=settings.normalization, sections=sections,
-                         shared={"knn": settings.section_share})
+                         shared={"knn": settings.section_share}, depths={"bm25": depth})
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,7 @@ class FusionFit:
 
 
 def fit_weights(lists: Sequence[tuple[Sequence[Hit], Sequence[Hit]]], golds: Sequence[set[str]],
-                settings: RetrievalSettings, *, method: str) -> FusionFit:
+                settings: RetrievalSettings, *, method: str, depth: int = 0) -> FusionFit:
     """The BM25 weight of :data:`GRID` (kNN: one minus it) whose fusion ranks the gold best
     (Recall@10 plus MRR@10), the one nearest 0.5 among equals; the evidence is each weight's scores.
 
@@ -161,6 +164,7 @@ def fit_weights(lists: Sequence[tuple[Sequence[Hit], Sequence[Hit]]], golds: Seq
         golds: per question, the relevant document ids.
         settings: the fusion to fit (linear with its normalisation, or RRF with its k).
         method: what the questions were, recorded with the fit.
+        depth: the number of hits each retriever was asked for (see :func:`fuse`).
 
     Raises:
         ValueError: without any question that has gold.
@@ -170,7 +174,8 @@ def fit_weights(lists: Sequence[tuple[Sequence[Hit], Sequence[Hit]]], golds: Seq
         raise ValueError("no question with relevant documents to fit fusion weights on")
     curve: dict[float, tuple[float, float]] = {}
     for w in GRID:
-        ranked = [[h.doc_id for h in fuse(b, k, {"bm25": w, "knn": 1.0 - w}, settings)] for b, k, _ in rows]
+        ranked = [[h.doc_id for h in fuse(b, k, {"bm25": w, "knn": 1.0 - w}, settings, depth=depth)]
+                  for b, k, _ in rows]
         curve[w] = (mean(recall_at(r, g, 10) for r, (_, _, g) in zip(ranked, rows, strict=True)),
                     mean(mrr_at(r, g, 10) for r, (_, _, g) in zip(ranked, rows, strict=True)))
     best = max(GRID, key=lambda w: (round(sum(curve[w]), 6), -abs(w - 0.5)))

@@ -73,8 +73,33 @@ def test_the_fusion_shares_knn_evidence_within_the_candidates_heading_sections(m
     assert not any(doc.lang == "zh" for d, doc in docs.items() if d in probe.sections)  # no headings
     response = pipe.run(SearchRequest(query=question, index=index, k=10, lang="de"))
     assert response.trace["fusion_sections"] == {"share": 0.5, "candidates": len(probe.sections)}
-    fused = fuse(probe.bm25, probe.knn, probe.weights.as_mapping(), runtime.settings.retrieval, probe.sections)
+    fused = fuse(probe.bm25, probe.knn, probe.weights.as_mapping(), runtime.settings.retrieval, probe.sections,
+                 depth=100)
     assert [h.doc_id for h in response.hits] == [h.doc_id for h in fused[:10]]
+
+
+def test_documents_that_match_no_term_of_a_short_question_follow_those_that_do(mini_embedded, use_embedder) -> None:
+    # "Kaution" is in 9 of the mini corpus's 54 documents: BM25 returns those only (fewer than the 100
+    # asked for), kNN every document. Read against the whole depth, the term matches move up the fusion;
+    # centred on its own few matches (the rule before), BM25 held its weaker matches back.
+    _, index = mini_embedded
+    runtime = _runtime(mini_embedded, use_embedder, 500)
+    pipe = runtime.pipeline("hybrid")
+    probe = pipe.probe("Kaution", index, k=100, filters=None, lang="de", watch=Stopwatch())
+    assert probe.depth == 100 and 0 < len(probe.bm25) < 20 < len(probe.knn)
+    matches = {h.doc_id for h in probe.bm25}
+    hits = pipe.run(SearchRequest(query="Kaution", index=index, k=len(matches), lang="de")).hits
+    fused = fuse(probe.bm25, probe.knn, probe.weights.as_mapping(), runtime.settings.retrieval, probe.sections,
+                 depth=100)
+    assert [h.doc_id for h in hits] == [h.doc_id for h in fused[: len(matches)]]
+    before = fuse(probe.bm25, probe.knn, probe.weights.as_mapping(), runtime.settings.retrieval, probe.sections)
+
+    def places(ranking: list) -> int:
+        return sum(i for i, h in enumerate(ranking) if h.doc_id in matches)
+
+    assert places(fused) < places(before)
+    deeper = pipe.run(SearchRequest(query="Kaution", index=index, k=500, lang="de")).hits  # read against 100
+    assert [h.doc_id for h in deeper[: len(matches)]] == [h.doc_id for h in hits]
 
 
 def test_no_sections_without_a_share_or_outside_hybrid_linear_fusion(mini_embedded, use_embedder) -> None:
@@ -104,7 +129,8 @@ def test_a_long_questions_knn_side_searches_near_the_first_bm25_hits(mini_embedd
     assert probe.vector is not None and float(probe.vector @ vector) == pytest.approx(1.0)  # the question's own
     response = pipe.run(SearchRequest(query=CASE, index=index, k=10, lang="de"))
     assert response.trace["knn_feedback"] == {"docs": 3, "weight": 0.5}
-    fused = fuse(probe.bm25, probe.knn, probe.weights.as_mapping(), runtime.settings.retrieval, probe.sections)
+    fused = fuse(probe.bm25, probe.knn, probe.weights.as_mapping(), runtime.settings.retrieval, probe.sections,
+                 depth=100)
     assert [h.doc_id for h in response.hits] == [h.doc_id for h in fused[:10]]
 
 

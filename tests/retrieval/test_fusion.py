@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from service.corpus.model import Hit, Provenance
-from service.retrieval.fusion import linear, normalize_scores, rrf, section_lift
+from service.retrieval.fusion import linear, normalize_scores, rrf, section_lift, zscore_within_depth
 
 pytestmark = pytest.mark.unit
 
@@ -126,3 +126,29 @@ def test_linear_fusion_shares_only_the_named_lists_evidence() -> None:
     # knn minmax: b=1 (section S's best), d=0.875, a=0; c gets 0 + 0.5 * (1 - 0) from b
     assert shared["c"] == pytest.approx(0.0 + 0.5)
     assert shared["b"] == plain["b"] and shared["a"] == plain["a"] and shared["d"] == plain["d"]
+
+
+def test_a_list_shorter_than_its_depth_is_z_scored_over_the_depth_with_zeros() -> None:
+    z, zero = zscore_within_depth([12.0, 9.0, 3.0], 6)  # padded: 12, 9, 3, 0, 0, 0 (mean 4, deviation 4.83)
+    deviation = (sum((x - 4.0) ** 2 for x in (12, 9, 3, 0, 0, 0)) / 6) ** 0.5
+    assert list(z) == pytest.approx([8 / deviation, 5 / deviation, -1 / deviation])
+    assert zero == pytest.approx(-4 / deviation)
+    assert zscore_within_depth([0.0, 0.0], 5) == (pytest.approx([0.0, 0.0]), 0.0)  # nothing to scale
+
+
+def test_documents_missing_from_a_short_bm25_list_score_as_non_matches() -> None:
+    # BM25 matched three documents though asked for 100; kNN ranks d, which matches no query term, first
+    knn = _hits("knn", [("d", 0.9), ("c", 0.6), ("a", 0.5), ("b", 0.45)])
+    kwargs = {"weights": {"bm25": 0.5, "knn": 0.5}}
+    old = [h.doc_id for h in linear({"bm25": BM25, "knn": knn}, **kwargs)]
+    new = linear({"bm25": BM25, "knn": knn}, depths={"bm25": 100}, **kwargs)
+    assert old == ["a", "d", "b", "c"]  # centred on its three matches, BM25 puts b and c below its mean
+    assert [h.doc_id for h in new] == ["a", "b", "c", "d"]  # every term match before the non-match
+    _, zero = zscore_within_depth([12.0, 9.0, 3.0], 100)
+    knn_z = normalize_scores([0.9, 0.6, 0.5, 0.45], "zscore")
+    assert {h.doc_id: h.score for h in new}["d"] == pytest.approx(0.5 * zero + 0.5 * knn_z[0])
+    full = linear({"bm25": BM25, "knn": knn}, depths={"bm25": 3}, **kwargs)  # as deep as asked: as before
+    assert [h.doc_id for h in full] == old
+    minmax = linear({"bm25": BM25, "knn": knn}, depths={"bm25": 100}, normalization="minmax", **kwargs)
+    assert [h.doc_id for h in minmax] == [h.doc_id for h in linear({"bm25": BM25, "knn": knn},
+                                                                   normalization="minmax", **kwargs)]
