@@ -134,7 +134,7 @@ def linear(lists: Mapping[str, Sequence[Hit]], *, weights: Mapping[str, float] |
     With ``sections`` (document id -> its section) and ``shared`` (list name -> share ``s``), a list
     also speaks for the section of what it found: in that list every candidate scores at least
     ``floor + s * (best - floor)``, where ``best`` is the list's best normalised score in the
-    candidate's section and ``floor`` the list's minimum (:func:`section_lift`).
+    candidate's section and ``floor`` what a missing document gets (:func:`section_lift`).
 
     Args:
         lists: ranked hit lists by name, each hit's ``score`` being that retriever's score.

@@ -79,9 +79,10 @@ def test_the_fusion_shares_knn_evidence_within_the_candidates_heading_sections(m
 
 
 def test_documents_that_match_no_term_of_a_short_question_follow_those_that_do(mini_embedded, use_embedder) -> None:
-    # "Kaution" is in 9 of the mini corpus's 54 documents: BM25 returns those only (fewer than the 100
-    # asked for), kNN every document. Read against the whole depth, the term matches move up the fusion;
-    # centred on its own few matches (the rule before), BM25 held its weaker matches back.
+    # "Kaution" (with its German synonyms) matches 9 of the mini corpus's 54 documents: BM25 returns those
+    # only (fewer than the 100 asked for), kNN every document. Read against the whole depth, the term
+    # matches move up the fusion; centred on its own few matches (the rule before), BM25 held its weaker
+    # matches back.
     _, index = mini_embedded
     runtime = _runtime(mini_embedded, use_embedder, 500)
     pipe = runtime.pipeline("hybrid")

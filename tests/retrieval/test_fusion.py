@@ -129,7 +129,7 @@ def test_linear_fusion_shares_only_the_named_lists_evidence() -> None:
 
 
 def test_a_list_shorter_than_its_depth_is_z_scored_over_the_depth_with_zeros() -> None:
-    z, zero = zscore_within_depth([12.0, 9.0, 3.0], 6)  # padded: 12, 9, 3, 0, 0, 0 (mean 4, deviation 4.83)
+    z, zero = zscore_within_depth([12.0, 9.0, 3.0], 6)  # padded: 12, 9, 3, 0, 0, 0 (mean 4, deviation 4.80)
     deviation = (sum((x - 4.0) ** 2 for x in (12, 9, 3, 0, 0, 0)) / 6) ** 0.5
     assert list(z) == pytest.approx([8 / deviation, 5 / deviation, -1 / deviation])
     assert zero == pytest.approx(-4 / deviation)
