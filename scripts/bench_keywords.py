@@ -3,7 +3,7 @@
 
 Usage::
 
-    python scripts/bench_keywords.py [--data examples/swiss-excerpt] [--lang de] [--count 300]
+    python scripts/bench_keywords.py [--data examples/swiss-excerpt] [--lang de] [--detect] [--count 300]
         [--seed 7] [--pipelines bm25,dense,hybrid] [--json OUT]
 
 Lawyers often type a term of art rather than a question ("Mietzinsdepot", "Retentionsrecht"). Two
@@ -17,7 +17,8 @@ query sets are drawn from the corpus itself, from the documents in ``--lang``:
 Such questions match few documents, so BM25 often returns fewer hits than the depth asked for. The
 script indexes the dataset (cached like ``lexsearch eval``), asks every question through each pipeline
 and prints Recall@10 and MRR@10 per set, and how many questions got a BM25 list shorter than the depth
-(docs/FUSION.md, "Short BM25 lists").
+(docs/FUSION.md, "Short BM25 lists"). The questions are asked in ``--lang``; with ``--detect`` the
+service works out their language itself, as it does for the CLI and the API when none is given.
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=300, help="questions per set")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--pipelines", default="bm25,dense,hybrid")
+    parser.add_argument("--detect", action="store_true",
+                        help="leave the question's language to the service, as the CLI and the API do")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     runtime = Runtime(load_settings())
@@ -84,13 +87,14 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     print(f"{'set':<12} {'pipeline':<8} {'n':>4} {'R@10':>7} {'MRR@10':>7} {'short BM25 lists':>17}")
     for label, questions in sets.items():
-        short = sum(len(hybrid.probe(q, index, k=depth, filters=None, lang=args.lang, watch=Stopwatch()).bm25) < depth
+        asked = "" if args.detect else args.lang
+        short = sum(len(hybrid.probe(q, index, k=depth, filters=None, lang=asked, watch=Stopwatch()).bm25) < depth
                     for q, _ in questions)
         for name in args.pipelines.split(","):
             pipe = runtime.pipeline(name)
             recall, mrr = [], []
             for question, gold in questions:
-                response = pipe.run(SearchRequest(query=question, index=index, k=10, lang=args.lang))
+                response = pipe.run(SearchRequest(query=question, index=index, k=10, lang=asked))
                 ranked = list(dict.fromkeys(work_of.get(h.doc_id, h.doc_id) for h in response.hits))
                 recall.append(metrics.recall_at(ranked, gold, 10))
                 mrr.append(metrics.mrr_at(ranked, gold, 10))

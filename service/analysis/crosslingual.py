@@ -51,10 +51,12 @@ def bm25_query_weights(query: str, languages: Sequence[str], lang: str = "") -> 
     ``lang`` is the question's language when the caller knows it ('' = detect). A question in one of
     ``languages`` is analysed in it; one in another language is translated through a glossary into the
     first of ``languages`` that has one. Without a glossary it is analysed in ``lang`` when the caller
-    gave one, else as the index language it resembles most, as before.
+    gave one, else as the index language it resembles most, as before. A question that shows no sign
+    of its language (one term of art: "Verrechnung") is read as the index's main language, as
+    :func:`~service.analysis.language.question_language` reads it, not as English.
     """
     languages = tuple(languages) or ("en",)
-    asked = lang or detect_language(query)
+    asked = lang or detect_language(query, default=languages[0])
     if asked not in languages:
         for target in languages:
             rules = glossary(asked, target)

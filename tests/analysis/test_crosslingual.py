@@ -43,6 +43,20 @@ def test_an_english_question_is_translated_for_a_swiss_index() -> None:
     assert bm25_query_weights("my landlord", SWISS, "en")["vermiet"] == 1.0
 
 
+def test_a_term_that_shows_no_language_is_read_as_the_index_main_language() -> None:
+    # "Verrechnung" has no function word and no umlaut: read as English (the detector's default) it
+    # stayed unstemmed and matched no German article; it is the index's main language instead
+    for term in ("Verrechnung", "Grundpfandverschreibung"):
+        weights = bm25_query_weights(term, SWISS)
+        assert weights == analyzer_for("de").query_weights(term)
+        assert weights != analyzer_for("en").query_weights(term)
+    assert "verrechn" in bm25_query_weights("Verrechnung", SWISS)
+    assert bm25_query_weights("compensation", ("en",)) == analyzer_for("en").query_weights("compensation")
+    # a sign of English still sends the question through the glossary, and so does a given language
+    assert bm25_query_weights("the deposit", SWISS)["sich"] == 1.0
+    assert bm25_query_weights("deposit", SWISS, "en")["sich"] == 1.0
+
+
 def test_longer_glossary_phrases_weigh_more_and_target_synonyms_apply() -> None:
     rules = _glossary("share => Teil", "share of the inheritance => Pflichtteil", "deposit => Kaution")
     weights = translated_weights("a share of the inheritance and a deposit", "en", "de", rules)
