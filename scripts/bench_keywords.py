@@ -6,7 +6,7 @@ Usage::
     python scripts/bench_keywords.py [--data examples/swiss-excerpt] [--lang de] [--detect] [--count 300]
         [--seed 7] [--pipelines bm25,dense,hybrid] [--json OUT]
 
-Lawyers often type a term of art rather than a question ("Mietzinsdepot", "Retentionsrecht"). Two
+Lawyers often type a term of art rather than a question ("Verrechnung", "Retentionsrecht"). Two
 query sets are drawn from the corpus itself, from the documents in ``--lang``:
 
 - ``rare word``: a word of at least six letters that occurs in the texts of 2 to 8 works; the gold is
