@@ -86,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     assert isinstance(hybrid, HybridPipeline)
     results: dict[str, Any] = {}
     print(f"{'set':<12} {'pipeline':<8} {'n':>4} {'R@10':>7} {'MRR@10':>7} {'short BM25 lists':>17}")
+    asked = "" if args.detect else args.lang
     for label, questions in sets.items():
-        asked = "" if args.detect else args.lang
         short = sum(len(hybrid.probe(q, index, k=depth, filters=None, lang=asked, watch=Stopwatch()).bm25) < depth
                     for q, _ in questions)
         for name in args.pipelines.split(","):

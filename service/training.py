@@ -271,7 +271,7 @@ def law_evidence(runtime: Runtime, models: TrainedModels, data: TrainingData, i:
     bm25 = hybrid.bm25(query.text, index, k=k, filters=None, lang=query.lang)
     knn = runtime.backend.knn(index, data.vectors[i], k=k)
     weights = with_trained(runtime.retrieval(index).weights, models.fusion, runtime.settings.retrieval)
-    probe = Probe(bm25, knn, data.vectors[i], weights, depth=hybrid.scale_depth(k))
+    probe = Probe(bm25, knn, data.vectors[i], weights, depth=k)
     ranked = [graph.law_of(h.doc_id) for h in hybrid.fuse(probe)]
     clf = models.law_classifier
     laws = clf.law_probabilities(data.tokens[i], data.vectors[i]) if clf is not None else []

@@ -133,4 +133,4 @@ class RewriteStep:
                 knn = self.backend.knn(request.index, vector, k=depth, filters=request.filters)
         if not (bm25 and knn):
             return bm25 or knn
-        return self.hybrid.fuse(Probe(bm25, knn, None, weights, depth=self.hybrid.scale_depth(depth)))
+        return self.hybrid.fuse(Probe(bm25, knn, None, weights, depth=depth))

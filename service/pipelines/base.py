@@ -177,8 +177,8 @@ class Probe:
     knn_feedback: int = 0
     """How many first BM25 hits moved the kNN side's query (0: kNN searched with ``vector`` itself)."""
     depth: int = 0
-    """The depth a shorter BM25 list is read against, as holding every match (0: none;
-    :meth:`HybridPipeline.scale_depth <service.pipelines.hybrid.HybridPipeline.scale_depth>`)."""
+    """How many hits each retriever was asked for (0: unknown); a shorter BM25 list holds every match
+    (:func:`service.retrieval.weights.fuse`)."""
 
 
 @runtime_checkable

@@ -107,7 +107,7 @@ class HybridPipeline:
             bm25_hits, knn_hits = self.backend.probe(index, query, vector, k=k, filters=filters, lang=lang)
             sections = self.sections(index, retrieval, bm25_hits, knn_hits)
         return Probe(bm25_hits, knn_hits, vector, retrieval.weights_for(filters), sections=sections,
-                     depth=self.scale_depth(k))
+                     depth=k)
 
     def feeds_back(self) -> bool:
         """Whether this pipeline can move its kNN query toward BM25's first hits: hybrid mode, with
@@ -150,7 +150,7 @@ class HybridPipeline:
             if retrieval is not None:
                 sections = self.sections(index, retrieval, bm25_hits, knn_hits)
         weights = retrieval.weights_for(filters) if retrieval is not None else DEFAULT_WEIGHTS
-        return Probe(bm25_hits, knn_hits, vector, weights, terms, long, sections, used, depth=self.scale_depth(k))
+        return Probe(bm25_hits, knn_hits, vector, weights, terms, long, sections, used, depth=k)
 
     def sections(self, index: str, retrieval: IndexRetrieval, bm25: list[Hit], knn: list[Hit]
                  ) -> dict[str, str] | None:
@@ -180,12 +180,6 @@ class HybridPipeline:
 
         return long.term_weights(lang or detect_language(long.text), idf)
 
-    def scale_depth(self, k: int) -> int:
-        """The depth that a BM25 list asked for ``k`` hits is read against (:attr:`Probe.depth`): ``k``,
-        at most ``retrieval.depth``, so that asking for more hits than the configured depth does not
-        rescale a list that holds every match (and reorder the first hits)."""
-        return min(k, self.settings.depth)
-
     def fuse(self, probe: Probe) -> list[Hit]:
         """One ranking from the probe, by the configured fusion."""
         if self.mode == "bm25":
@@ -206,7 +200,7 @@ class HybridPipeline:
             bm25 = self.bm25(query, index, k=k, filters=filters, lang=lang)
         knn = self.backend.knn(index, vector, k=k, filters=filters) if vector is not None else []
         sections = self.sections(index, self.retrieval(index), bm25, knn) if knn else None
-        return self.fuse(Probe(bm25, knn, None, weights, sections=sections, depth=self.scale_depth(k)))[:k]
+        return self.fuse(Probe(bm25, knn, None, weights, sections=sections, depth=k))[:k]
 
     def run(self, request: SearchRequest) -> SearchResponse:
         request = widen_law_filter(self.backend, request.validated(self.settings.max_query_chars))

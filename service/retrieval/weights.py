@@ -124,13 +124,15 @@ def fuse(bm25: Sequence[Hit], knn: Sequence[Hit], weights: Mapping[str, float],
     kNN side speak for the section of what it found (``retrieval.section_share``; linear fusion only).
     ``depth`` is the number of hits each retriever was asked for (0: unknown): a BM25 list that came
     back shorter holds every match, and the documents it lacks score 0 (z-score fusion,
-    :func:`service.retrieval.fusion.zscore_within_depth`).
+    :func:`service.retrieval.fusion.zscore_within_depth`). The list is read against that depth, at most
+    ``retrieval.depth``, so that asking for more hits than the configured depth does not rescale a list
+    that holds every match (and reorder the first hits).
     """
     lists = {"bm25": bm25, "knn": knn}
     if settings.fusion == "rrf":
         return fusion.rrf(lists, k=settings.rrf_k, weights=weights)
     return fusion.linear(lists, weights=weights, normalization=settings.normalization, sections=sections,
-                         shared={"knn": settings.section_share}, depths={"bm25": depth})
+                         shared={"knn": settings.section_share}, depths={"bm25": min(depth, settings.depth)})
 
 
 @dataclass(frozen=True)
