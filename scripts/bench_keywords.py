@@ -4,7 +4,7 @@
 Usage::
 
     python scripts/bench_keywords.py [--data examples/swiss-excerpt] [--lang de] [--detect] [--count 300]
-        [--seed 7] [--pipelines bm25,dense,hybrid] [--json OUT]
+        [--seed 7] [--pipelines bm25,dense,hybrid] [--questions lay-tune,lay-check] [--json OUT]
 
 Lawyers often type a term of art rather than a question ("Verrechnung", "Retentionsrecht"). Two
 query sets are drawn from the corpus itself, from the documents in ``--lang``:
@@ -13,6 +13,13 @@ query sets are drawn from the corpus itself, from the documents in ``--lang``:
   every work whose text holds it (a set that favours BM25 by construction: it asks whether the fusion
   keeps what BM25 found);
 - ``short title``: a title of one or two words that only one work has; the gold is that work.
+
+With ``--questions``, a third kind comes from the dataset's own questions of those splits:
+
+- ``words <lang>``: each question cut down to its words without the stopwords of its language
+  ("My landlord keeps my deposit. What can I do?" -> "landlord keeps deposit"), the way people type
+  into a search box; the gold is the question's. Such a question has lost the function words that
+  tell its language, so it shows what the service makes of keywords in each language.
 
 Such questions match few documents, so BM25 often returns fewer hits than the depth asked for. The
 script indexes the dataset (cached like ``lexsearch eval``), asks every question through each pipeline
@@ -31,6 +38,8 @@ import sys
 from collections import defaultdict
 from typing import Any
 
+from service.analysis.chain import analyzer_for
+from service.analysis.language import detect_language
 from service.config import load_settings
 from service.corpus.datasets import Dataset, load_corpus
 from service.evaluation import metrics
@@ -41,6 +50,7 @@ from service.pipelines.hybrid import HybridPipeline
 from service.tracing import Stopwatch
 
 WORD = re.compile(r"[^\W\d_]{6,}")
+WORDS = re.compile(r"[^\W\d_]+")
 RARE = (2, 8)
 """A rare word occurs in the texts of this many works (inclusive)."""
 
@@ -66,6 +76,20 @@ def keyword_sets(dataset: Dataset, lang: str, count: int, seed: int
             "short title": [(t, titles[t]) for t in rng.sample(unique, min(count, len(unique)))]}, work_of
 
 
+def question_words(dataset: Dataset, splits: list[str]) -> dict[str, list[tuple[str, set[str]]]]:
+    """The ``words <lang>`` sets: each question of ``splits`` without its language's stopwords, with its gold."""
+    sets: dict[str, list[tuple[str, set[str]]]] = defaultdict(list)
+    for split in splits:
+        gold = dataset.qrels(split)
+        for query in dataset.queries(split):
+            lang = query.lang or detect_language(query.text, candidates=("de", "fr", "it", "en"))
+            stopwords = analyzer_for(lang).spec.stopwords
+            words = [w for w in WORDS.findall(query.text) if w.lower() not in stopwords and len(w) >= 3]
+            if words and gold.get(query.qid):
+                sets[f"words {lang}"].append((" ".join(words), gold[query.qid]))
+    return dict(sorted(sets.items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="examples/swiss-excerpt")
@@ -75,12 +99,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pipelines", default="bm25,dense,hybrid")
     parser.add_argument("--detect", action="store_true",
                         help="leave the question's language to the service, as the CLI and the API do")
+    parser.add_argument("--questions", default="",
+                        help="comma-separated splits whose questions, without stopwords, form the 'words' sets")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     runtime = Runtime(load_settings())
     dataset = Dataset(args.data)
     index = ensure_dataset_index(runtime, dataset)
     sets, work_of = keyword_sets(dataset, args.lang, args.count, args.seed)
+    if args.questions:
+        sets.update(question_words(dataset, args.questions.split(",")))
     depth = runtime.settings.retrieval.depth
     hybrid = runtime.pipeline("hybrid")
     assert isinstance(hybrid, HybridPipeline)

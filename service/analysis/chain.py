@@ -175,6 +175,12 @@ class Analyzer:
             weights[tok] = weights.get(tok, 0.0) + SYNONYM_WEIGHT * count
         return weights
 
+    def knows(self, word: str) -> bool:
+        """Whether ``word`` is a word of the language's statutes: its word list (``compound_words``,
+        written by scripts/make_compound_words.py from statute corpora) holds it. ``False`` for a
+        language without a list."""
+        return word.lower() in self.spec.compound_words
+
     def stem(self, word: str) -> str:
         """The index form of one word (lowercased, stemmed)."""
         toks = self.tokens(word)

@@ -20,13 +20,17 @@ Example::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import cache
 
 from service.analysis.chain import SYNONYM_WEIGHT, analyzer_for, analyzers_dir
-from service.analysis.language import detect_language
+from service.analysis.language import detect_language, detected_language
 from service.analysis.synonyms import SynonymRules
 
+_WORD = re.compile(r"[^\W\d_]+")
+MIN_KNOWN_CHARS = 4
+"""Shorter words are not looked up in the statutes' word list (it holds none)."""
 UNTRANSLATED_WEIGHT = 0.5
 """The weight of a question's own words when they are translated for the index (their translations weigh 1)."""
 
@@ -43,6 +47,7 @@ def glossary(source: str, target: str) -> SynonymRules | None:
 def forget_glossaries() -> None:
     """Read the glossary files again on next use (after they changed)."""
     glossary.cache_clear()
+    _glossary_files.cache_clear()
 
 
 def bm25_query_weights(query: str, languages: Sequence[str], lang: str = "") -> dict[str, float]:
@@ -51,19 +56,63 @@ def bm25_query_weights(query: str, languages: Sequence[str], lang: str = "") -> 
     ``lang`` is the question's language when the caller knows it ('' = detect). A question in one of
     ``languages`` is analysed in it; one in another language is translated through a glossary into the
     first of ``languages`` that has one. Without a glossary it is analysed in ``lang`` when the caller
-    gave one, else as the index language it resembles most, as before. A question that shows no sign
-    of its language (one term of art: "Verrechnung") is read as the index's main language, as
-    :func:`~service.analysis.language.question_language` reads it, not as English.
+    gave one, else as the index language it resembles most, as before.
+
+    A question that shows no sign of its language (one term of art: "Verrechnung", "deposit") is read
+    as the index's main language, as :func:`~service.analysis.language.question_language` reads it.
+    Unless each of its words is a word of that language's statutes (:meth:`Analyzer.knows`: "Rente",
+    "Arrest"), it is also read through the glossaries into the index's languages: the translations it
+    matches join its terms (:func:`glossary_readings`), so an English term of art finds the statutes'
+    word too.
     """
     languages = tuple(languages) or ("en",)
-    asked = lang or detect_language(query, default=languages[0])
+    shown = lang or detected_language(query)
+    asked = shown or languages[0]
     if asked not in languages:
         for target in languages:
             rules = glossary(asked, target)
             if rules is not None and rules.rules:
                 return translated_weights(query, asked, target, rules)
     chain = lang or detect_language(query, candidates=languages, default=languages[0])
-    return analyzer_for(chain).query_weights(query)
+    weights = analyzer_for(chain).query_weights(query)
+    if not shown and not all(analyzer_for(languages[0]).knows(word) for word in _words(query)):
+        for term, weight in glossary_readings(query, languages).items():
+            weights[term] = max(weights.get(term, 0.0), weight)
+    return weights
+
+
+def glossary_readings(query: str, languages: Sequence[str]) -> dict[str, float]:
+    """``query`` read in each language the index lacks and has a glossary from, as weighted terms of the
+    index's languages (:func:`translated_weights`); a reading counts only where a glossary entry matches.
+    Several readings merge by the larger weight of each term."""
+    readings: dict[str, float] = {}
+    for source in sorted(glossary_sources(languages)):
+        for target in languages:
+            rules = glossary(source, target)
+            if rules is None or not rules.rules:
+                continue
+            if next(rules.matches(analyzer_for(source).tokens(query)), None) is not None:
+                for term, weight in translated_weights(query, source, target, rules).items():
+                    readings[term] = max(readings.get(term, 0.0), weight)
+            break  # the first target with a glossary, as for a question known to be in ``source``
+    return readings
+
+
+def _words(query: str) -> list[str]:
+    return [word for word in _WORD.findall(query.lower()) if len(word) >= MIN_KNOWN_CHARS]
+
+
+@cache
+def _glossary_files() -> tuple[tuple[str, str], ...]:
+    """(source, target) of every ``analyzers/glossary/<source>-<target>.txt``."""
+    folder = analyzers_dir() / "glossary"
+    pairs = (path.stem.split("-", 1) for path in folder.glob("*-*.txt")) if folder.is_dir() else ()
+    return tuple(sorted((a, b) for a, b in pairs))
+
+
+def glossary_sources(languages: Sequence[str]) -> set[str]:
+    """The languages outside ``languages`` that have a glossary into one of them."""
+    return {source for source, target in _glossary_files() if source not in languages and target in languages}
 
 
 def translated_weights(query: str, source: str, target: str, rules: SynonymRules) -> dict[str, float]:

@@ -60,6 +60,20 @@ def detect_language(text: str, *, default: str = "en", candidates: tuple[str, ..
     allowed = candidates or ("de", "fr", "it", "en", "zh")
     if len(allowed) == 1:
         return allowed[0]
+    return detected_language(text, candidates=allowed) or (default if default in allowed else allowed[0])
+
+
+def detected_language(text: str, *, candidates: tuple[str, ...] | None = None) -> str | None:
+    """The language ``text`` shows among ``candidates`` (all supported ones by default), or ``None``
+    when it shows none: no Han character, and no function word or accented letter of a Latin-script
+    candidate (a term of art on its own, "Verrechnung", "deposit").
+
+    Example::
+
+        detected_language("Mein Vermieter zahlt nicht")  # 'de'
+        detected_language("deposit")                     # None
+    """
+    allowed = candidates or ("de", "fr", "it", "en", "zh")
     han = len(_HAN.findall(text))
     words = [w.lower() for w in _LATIN_WORD.findall(text) if not _HAN.search(w)]
     if "zh" in allowed and han and han >= len(words):
@@ -67,9 +81,7 @@ def detect_language(text: str, *, default: str = "en", candidates: tuple[str, ..
     scores = _latin_scores(tuple(words[:400]), text.lower())
     ranked = sorted(((s, lang) for lang, s in scores.items() if lang in allowed), reverse=True)
     if not ranked or ranked[0][0] == 0:
-        if "zh" in allowed and han:
-            return "zh"
-        return default if default in allowed else allowed[0]
+        return "zh" if "zh" in allowed and han else None
     return ranked[0][1]
 
 

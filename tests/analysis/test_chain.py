@@ -14,7 +14,7 @@ from service.analysis.chain import (
     analyzers_dir,
     forget_cached_terms,
 )
-from service.analysis.language import detect_language, question_language
+from service.analysis.language import detect_language, detected_language, question_language
 
 pytestmark = pytest.mark.unit
 
@@ -37,6 +37,22 @@ def test_detection_respects_candidates_and_default() -> None:
     assert detect_language("Art. 41", candidates=("de", "en"), default="de") == "de"
     assert detect_language("", default="en") == "en"
     assert detect_language("whatever", candidates=("zh",)) == "zh"
+
+
+def test_a_text_without_a_sign_of_its_language_is_told_apart() -> None:
+    assert detected_language("deposit") is None
+    assert detected_language("Verrechnung", candidates=("de", "fr", "it")) is None
+    assert detected_language("Kündigung") == "de"  # an umlaut is a sign
+    assert detected_language("the deposit") == "en"
+    assert detected_language("押金") == "zh"
+    assert detect_language("deposit", default="fr") == "fr"  # what detect_language falls back on
+
+
+def test_the_statutes_word_list_tells_which_words_the_language_knows() -> None:
+    german = analyzer_for("de")
+    assert german.knows("Rente") and german.knows("arrest")
+    assert not german.knows("deposit") and not german.knows("landlord")
+    assert not analyzer_for("en").knows("deposit")  # no word list: nothing is known
 
 
 def test_a_questions_language_is_its_own_then_the_trained_one_then_detected_among_the_index() -> None:

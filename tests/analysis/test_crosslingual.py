@@ -57,6 +57,24 @@ def test_a_term_that_shows_no_language_is_read_as_the_index_main_language() -> N
     assert bm25_query_weights("deposit", SWISS, "en")["sich"] == 1.0
 
 
+def test_an_english_term_of_art_without_a_language_also_reads_through_the_glossary() -> None:
+    # "deposit" shows no language, so it is read as German ("Depositen" of the SchKG) and also through
+    # the English glossary, whose German terms (Sicherheit, Mietzinsdepot) find the tenancy article
+    weights = bm25_query_weights("deposit", SWISS)
+    assert weights["deposit"] == 1.0
+    assert weights["sich"] == 1.0 and weights["mietzinsdepot"] == 1.0
+    assert bm25_query_weights("landlord deposit", SWISS)["vermiet"] == 1.0
+    assert crosslingual.glossary_readings("deposit", SWISS)["sich"] == 1.0
+    assert crosslingual.glossary_sources(SWISS) == {"en"}
+    assert crosslingual.glossary_sources(("en",)) == set()
+    # a word of the German statutes stays German, though the glossary has an English look-alike
+    assert bm25_query_weights("Rente", SWISS) == analyzer_for("de").query_weights("Rente")      # rent
+    assert bm25_query_weights("Arrest", SWISS) == analyzer_for("de").query_weights("Arrest")    # arrest
+    # a term no glossary entry matches is unchanged, and a given language is taken as given
+    assert bm25_query_weights("Verrechnung", SWISS) == analyzer_for("de").query_weights("Verrechnung")
+    assert bm25_query_weights("deposit", SWISS, "de") == analyzer_for("de").query_weights("deposit")
+
+
 def test_longer_glossary_phrases_weigh_more_and_target_synonyms_apply() -> None:
     rules = _glossary("share => Teil", "share of the inheritance => Pflichtteil", "deposit => Kaution")
     weights = translated_weights("a share of the inheritance and a deposit", "en", "de", rules)
