@@ -20,6 +20,9 @@ Usage (the folders the benchmarks read)::
         --pairs 0 --triples 0 --quads 60 --max-uses 2 --seed 7 --out /work/data/stard-joined4
     python scripts/make_joined_proxy.py --data data/stard-split --split dev --avoid fit \
         --pairs 0 --triples 0 --fives 40 --max-uses 2 --seed 7 --out /work/data/stard-joined5
+    # a dataset of several languages: one language's questions at a time (Swiss lay questions)
+    python scripts/make_joined_proxy.py --data data/swiss-lay --split lay-de --language de \
+        --pairs 16 --triples 4 --max-uses 3 --seed 7 --narrative --out /work/data/swiss-lay-narr-de
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-uses", type=int, default=1, help="how often one question may be a part")
     parser.add_argument("--max-chars", type=int, default=8000, help="longest joined question")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--language", default="",
+                        help="the questions' language, where the dataset holds several (default: the dataset's)")
     parser.add_argument("--narrative", action="store_true", help="only the last part of a joined question asks")
     parser.add_argument("--out", required=True, help="folder to write (outside the repository)")
     args = parser.parse_args(argv)
@@ -61,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--split may not be one of --avoid")
     graph = CorpusGraph.build(load_corpus(dataset))
     singles = singles_of(dataset, args.split, graph, avoid=avoid)
-    language = dataset.language
+    language = args.language or dataset.language
     uses: Counter[str] = Counter()
     narrative = 1.0 if args.narrative else 0.0  # every joined question, or none
     asked = {arity: getattr(args, option) for arity, option, _ in DRAWS}

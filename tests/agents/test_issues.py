@@ -11,9 +11,11 @@ from service.agents.issues import (
     MAX_ISSUES,
     SAME_TOPIC,
     STATEMENT_MAX_UNITS,
+    UNTRAINED_STATEMENT_UNITS,
     IssueCounter,
     asks,
     segment_issues,
+    shared_terms,
     topic_of,
     units_of,
 )
@@ -161,6 +163,43 @@ def test_statements_are_not_cut_in_languages_without_a_statement_bar() -> None:
 
     assert len(segment_issues(text, "de", topic)) == 1
     assert len(segment_issues(text, "de", topic, statement_topic=0.2)) == 2
+
+
+def test_without_a_topic_model_a_short_told_then_asked_question_is_cut_where_its_statements_part() -> None:
+    two = ("Der Vermieter gibt die Kaution nicht zurück, obwohl ich ausgezogen bin. "
+           "Mein Arbeitgeber hat mir während meiner Krankheit gekündigt. Was kann ich tun?")
+    assert [i.text for i in segment_issues(two, "de")] == [
+        "Der Vermieter gibt die Kaution nicht zurück, obwohl ich ausgezogen bin.",
+        "Mein Arbeitgeber hat mir während meiner Krankheit gekündigt. Was kann ich tun?"]
+    english = "My landlord has kept my deposit for months. My employer fired me while I was ill. What can I do?"
+    assert len(segment_issues(english, "en")) == 2
+    # statements that name the same thing tell one matter
+    one = "Ich habe vor zwei Monaten ein Auto gekauft. Das Auto hat jetzt einen Motorschaden. Was kann ich tun?"
+    assert len(segment_issues(one, "de")) == 1
+    # a statement too short to search alone joins the one before it
+    assert len(segment_issues("Ich bin krank. Mein Arbeitgeber hat mir jetzt gekündigt. Ist das erlaubt?", "de")) == 1
+
+
+def test_without_a_topic_model_statements_stay_together_unless_the_question_asks_after_them() -> None:
+    told = ("Der Vermieter gibt die Kaution nicht zurück, obwohl ich ausgezogen bin. "
+            "Mein Arbeitgeber hat mir während meiner Krankheit gekündigt.")
+    assert len(segment_issues(told, "de")) == 1  # nothing asked (statements of the COLIEE kind)
+    once = "Der Vermieter gibt die Kaution nicht zurück, obwohl ich ausgezogen bin. Was kann ich tun?"
+    assert len(segment_issues(once, "de")) == 1  # one statement, then the question
+    long = " ".join(f"Der Vermieter hat im Jahr {2010 + n} die Kaution behalten." for n in range(3))
+    matters = long + " " + " ".join(["Mein Arbeitgeber hat mir während meiner Krankheit gekündigt."] * 3)
+    assert len(units_of(matters + " Was kann ich tun?", "de")) > UNTRAINED_STATEMENT_UNITS
+    assert len(segment_issues(matters + " Was kann ich tun?", "de")) == 1  # a long text tells one matter
+    chinese = "公司把我辞退了也不给经济补偿。房东不退押金还不接电话。我该怎么办？"
+    assert len(segment_issues(chinese, "zh")) == 1  # Chinese statements need a topic model
+
+
+def test_the_terms_two_spans_share_are_their_topic() -> None:
+    text = "Der Vermieter behält die Kaution. Der Vermieter antwortet nicht. Mein Chef kündigt mir."
+    topic = shared_terms(text, "de")
+    landlord, again, boss = (topic(span) for span in text.split(". "))
+    assert float(landlord @ again) > 0 and float(landlord @ boss) == 0
+    assert not topic("Schöne Grüsse").any()  # terms the text does not have count nothing
 
 
 def test_the_issue_count_without_a_model_folder_follows_what_the_question_asks() -> None:

@@ -239,8 +239,9 @@ class EngineAcceptance:
             report = stubborn.write(name, docs[:3], vectors[:3])
         finally:
             backend.api.put_settings(physical, unblock)
-        assert report.indexed == 0 and set(report.failed) == {d.id for d in docs[:3]}
-        assert all("HTTP 429" in reason for reason in report.failed.values())
+        outcome = f"indexed {report.indexed}, failed {report.failed}"
+        assert report.indexed == 0 and set(report.failed) == {d.id for d in docs[:3]}, outcome
+        assert all("HTTP 429" in reason for reason in report.failed.values()), outcome
 
     def test_an_old_version_that_cannot_be_deleted_does_not_fail_the_publish(self, engine, cleanup, mini_docs,
                                                                                use_embedder, caplog,
