@@ -112,16 +112,16 @@ UNTRAINED_STATEMENT_LANGUAGES = frozenset({"de", "fr", "it", "en"})
 """Languages whose short told-then-asked questions are cut at their statements without a topic model.
 On lay questions of the Swiss excerpt joined two or three at a time and told as one story (only the
 last part asks; no model folder), `routed` R@10 rose from 0.389 to 0.608 in German and from 0.407 to
-0.457 in French, Italian stayed at 0.45 and English moved from 0.421 to 0.430; the questions that ask about each
-matter, the Swiss lay sets and the demo kept their rankings, GerLayQA dev moved by less than a
-question's worth (R@10 0.1811 → 0.1813) and COLIEE's statements, which never ask, are not read this way
-(docs/BENCHMARKS.md, "Told-then-asked questions without a model")."""
+0.457 in French, Italian stayed at 0.45 and English moved from 0.421 to 0.430; the questions that ask
+about each matter, the Swiss lay sets and the demo kept their rankings, GerLayQA dev moved by less than
+a question's worth (R@10 0.1811 → 0.1813), and COLIEE's statements, which never ask, are not read
+this way (docs/BENCHMARKS.md, "Told-then-asked questions without a model")."""
 UNTRAINED_STATEMENT_TOPIC = 0.05
 """The statements' bar without a topic model, over the terms they share (:func:`shared_terms`):
 neighbouring statements that share a term of the question are one matter. Statements told about one
-matter name it again ("Ich habe ein Auto gekauft. Das Auto ..."); of the GerLayQA dev questions that
-the rule would cut otherwise, 92 % have neighbouring statements that share a term, and of the joined
-lay questions' true boundaries 6 %."""
+matter name it again ("Ich habe ein Auto gekauft. Das Auto ..."): of the GerLayQA dev questions that
+cutting at every statement would cut, 92 % have neighbouring statements that share a term, against
+6 % of the true boundaries of the joined lay questions."""
 UNTRAINED_STATEMENT_UNITS = 6
 """The most units such a question may have: lay questions that tell two or three matters have three to
 six; a longer text that asks once tells one matter at length (GerLayQA's questions have 11 units at the
@@ -314,8 +314,8 @@ def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_
 def shared_terms(text: str, language: str) -> Topic:
     """The topic of a span of ``text`` without a model: the counts of its analysed terms over the terms of
     the whole text, so that two spans are alike as far as they share terms. The terms are those of the
-    language the text shows, else of ``language``: an English question on a German index is read as
-    German by the agents, but its "my" and "the" are no terms it shares."""
+    language the text shows, else of ``language``: the agents read an English question on a German index
+    as German, and German analysis would keep its "my" as a term that every statement shares."""
     analyzer = analyzer_for(detected_language(text, candidates=tuple(sorted(UNTRAINED_STATEMENT_LANGUAGES)))
                             or language)
     slots = {term: n for n, term in enumerate(dict.fromkeys(analyzer.tokens(text)))}
