@@ -30,8 +30,8 @@ for months. My employer fired me while I was ill. What can I do?") is cut at its
 (:data:`UNTRAINED_STATEMENT_LANGUAGES`, at most :data:`UNTRAINED_STATEMENT_UNITS` units). The terms
 the statements share stand in for the topic (:func:`shared_terms`): neighbours that name the same
 thing ("Ich habe ein Auto gekauft. Das Auto ...") are one matter, the others are cut apart
-(:data:`UNTRAINED_STATEMENT_TOPIC`). Longer texts and questions that do not end by asking keep to the
-rules above.
+(:data:`UNTRAINED_STATEMENT_TOPIC`), and a statement shorter than :data:`UNTRAINED_STATEMENT_CHARS`
+joins a neighbour. Longer texts and questions that do not end by asking keep to the rules above.
 
 A single-issue question gives one issue: the whole question. :class:`IssueCounter` counts the
 issues for routing, which sends a question of several to the tier that searches each one.
@@ -94,7 +94,7 @@ statements formed one span with the first question and stayed one issue. On the 
 (earlier parts told as statements), agentic R@10 0.5139 → 0.5190 (two or three parts), 0.3876 →
 0.3933 (four) and 0.3307 → 0.3429 (five); STARD dev and the joined questions that ask about each part
 kept their rankings (docs/BENCHMARKS.md, "Questions of four and five issues")."""
-STATEMENT_MIN_CHARS = {"zh": 10, "default": 30}
+STATEMENT_MIN_CHARS = {"zh": 10, "default": 60}
 """The same for the statements of a question read as statements: a short clause there is
 mostly background ("我在公司上班三年"), so Chinese statements need more characters to stand alone.
 A shorter one joins the neighbour whose topic is closer (the next one when it has none, as a
@@ -102,11 +102,7 @@ connective such as "还有，"). Joined to the one before instead, as questions 
 of one issue piled onto the issue told before it: on the narrative STARD proxies, four and five
 parts, agentic R@10 0.3890 → 0.4075 and 0.3469 → 0.3607. With that, 10 characters (12 before)
 gained another 0.010–0.013 there, for 0.001 of STARD dev R@10 (8: dev −0.005; docs/BENCHMARKS.md,
-"Questions of four and five issues"). Other languages cut statements only without a topic model
-(:data:`UNTRAINED_STATEMENT_LANGUAGES`), where a statement of 30 characters ("Mir wird der Lohn
-gepfändet.") tells a matter: on the told-then-asked Swiss lay proxies 30 found more than 60 in German,
-French and Italian (R@10 0.593 → 0.608, 0.404 → 0.457, 0.429 → 0.450) and lost a little in English
-(0.439 → 0.430)."""
+"Questions of four and five issues")."""
 
 UNTRAINED_STATEMENT_LANGUAGES = frozenset({"de", "fr", "it", "en"})
 """Languages whose short told-then-asked questions are cut at their statements without a topic model.
@@ -122,6 +118,11 @@ neighbouring statements that share a term of the question are one matter. Statem
 matter name it again ("Ich habe ein Auto gekauft. Das Auto ..."): of the GerLayQA dev questions that
 cutting at every statement would cut, 92 % have neighbouring statements that share a term, against
 6 % of the true boundaries of the joined lay questions."""
+UNTRAINED_STATEMENT_CHARS = 30
+"""Without a topic model, a statement shorter than this (characters) joins its neighbour: a statement of
+30 characters ("Mir wird der Lohn gepfändet.") tells a matter. On the told-then-asked Swiss lay proxies
+30 found more than 60 in German, French and Italian (R@10 0.593 → 0.608, 0.404 → 0.457, 0.429 →
+0.450) and lost a little in English (0.439 → 0.430)."""
 UNTRAINED_STATEMENT_UNITS = 6
 """The most units such a question may have: lay questions that tell two or three matters have three to
 six; a longer text that asks once tells one matter at length (GerLayQA's questions have 11 units at the
@@ -247,13 +248,15 @@ def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_
     if statement_topic is None:
         statement_topic = STATEMENT_TOPIC.get(language, 0.0)
     tells = len(spans) < 2 or _asks_at_the_end(asking)
-    if (topic is None and language in UNTRAINED_STATEMENT_LANGUAGES and _asks_at_the_end(asking)
-            and len(units) <= UNTRAINED_STATEMENT_UNITS):
+    untrained = (topic is None and language in UNTRAINED_STATEMENT_LANGUAGES and _asks_at_the_end(asking)
+                 and len(units) <= UNTRAINED_STATEMENT_UNITS)
+    if untrained:
         topic, statement_topic = shared_terms(text, language), UNTRAINED_STATEMENT_TOPIC
     statements = tells and topic is not None and statement_topic > 0 and len(units) <= STATEMENT_MAX_UNITS
     if statements:
         spans = [[a, b] for a, b in units]
-        same_topic, shortest = statement_topic, _min_chars(language, STATEMENT_MIN_CHARS)
+        same_topic = statement_topic
+        shortest = UNTRAINED_STATEMENT_CHARS if untrained else _min_chars(language, STATEMENT_MIN_CHARS)
     if len(spans) < 2:
         return [Issue(text[a:b], a, b) for a, b in spans]
     topics: list[np.ndarray | None] = [None] * len(spans)
