@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from functools import cache
 
-from service.analysis.chain import SYNONYM_WEIGHT, analyzer_for, analyzers_dir
+from service.analysis.chain import LANGUAGES, SYNONYM_WEIGHT, analyzer_for, analyzers_dir
 from service.analysis.language import detect_language, detected_language
 from service.analysis.synonyms import SynonymRules
 
@@ -47,7 +47,6 @@ def glossary(source: str, target: str) -> SynonymRules | None:
 def forget_glossaries() -> None:
     """Read the glossary files again on next use (after they changed)."""
     glossary.cache_clear()
-    _glossary_files.cache_clear()
 
 
 def bm25_query_weights(query: str, languages: Sequence[str], lang: str = "") -> dict[str, float]:
@@ -68,11 +67,9 @@ def bm25_query_weights(query: str, languages: Sequence[str], lang: str = "") -> 
     languages = tuple(languages) or ("en",)
     shown = lang or detected_language(query)
     asked = shown or languages[0]
-    if asked not in languages:
-        for target in languages:
-            rules = glossary(asked, target)
-            if rules is not None and rules.rules:
-                return translated_weights(query, asked, target, rules)
+    into = glossary_into(asked, languages) if asked not in languages else None
+    if into is not None:
+        return translated_weights(query, asked, *into)
     chain = lang or detect_language(query, candidates=languages, default=languages[0])
     weights = analyzer_for(chain).query_weights(query)
     if not shown and not all(analyzer_for(languages[0]).knows(word) for word in _words(query)):
@@ -87,32 +84,32 @@ def glossary_readings(query: str, languages: Sequence[str]) -> dict[str, float]:
     Several readings merge by the larger weight of each term."""
     readings: dict[str, float] = {}
     for source in sorted(glossary_sources(languages)):
-        for target in languages:
-            rules = glossary(source, target)
-            if rules is None or not rules.rules:
-                continue
-            if next(rules.matches(analyzer_for(source).tokens(query)), None) is not None:
-                for term, weight in translated_weights(query, source, target, rules).items():
-                    readings[term] = max(readings.get(term, 0.0), weight)
-            break  # the first target with a glossary, as for a question known to be in ``source``
+        into = glossary_into(source, languages)
+        if into is None:
+            continue
+        target, rules = into
+        if next(rules.matches(analyzer_for(source).tokens(query)), None) is not None:
+            for term, weight in translated_weights(query, source, target, rules).items():
+                readings[term] = max(readings.get(term, 0.0), weight)
     return readings
 
 
-def _words(query: str) -> list[str]:
-    return [word for word in _WORD.findall(query.lower()) if len(word) >= MIN_KNOWN_CHARS]
-
-
-@cache
-def _glossary_files() -> tuple[tuple[str, str], ...]:
-    """(source, target) of every ``analyzers/glossary/<source>-<target>.txt``."""
-    folder = analyzers_dir() / "glossary"
-    pairs = (path.stem.split("-", 1) for path in folder.glob("*-*.txt")) if folder.is_dir() else ()
-    return tuple(sorted((a, b) for a, b in pairs))
+def glossary_into(source: str, languages: Sequence[str]) -> tuple[str, SynonymRules] | None:
+    """The first of ``languages`` with a non-empty glossary from ``source``, and that glossary."""
+    for target in languages:
+        rules = glossary(source, target)
+        if rules is not None and rules.rules:
+            return target, rules
+    return None
 
 
 def glossary_sources(languages: Sequence[str]) -> set[str]:
     """The languages outside ``languages`` that have a glossary into one of them."""
-    return {source for source, target in _glossary_files() if source not in languages and target in languages}
+    return {source for source in LANGUAGES if source not in languages and glossary_into(source, languages)}
+
+
+def _words(query: str) -> list[str]:
+    return [word for word in _WORD.findall(query.lower()) if len(word) >= MIN_KNOWN_CHARS]
 
 
 def translated_weights(query: str, source: str, target: str, rules: SynonymRules) -> dict[str, float]:

@@ -107,12 +107,8 @@ def zscore_within_depth(scores: Sequence[float], depth: int) -> tuple[np.ndarray
     matches keeps the lead a term match earns over a non-match instead of being centred on itself.
     """
     arr = np.asarray(scores, dtype=np.float64)
-    padded = np.concatenate([arr, np.zeros(max(depth - arr.size, 0))])
-    std = float(padded.std())
-    if std == 0 or not math.isfinite(std):
-        return np.zeros_like(arr), 0.0
-    mean = float(padded.mean())
-    return (arr - mean) / std, -mean / std
+    padded = normalize_scores(np.concatenate([arr, np.zeros(max(depth - arr.size, 0))]), "zscore")
+    return padded[:arr.size], float(padded[arr.size]) if padded.size > arr.size else 0.0
 
 
 def linear(lists: Mapping[str, Sequence[Hit]], *, weights: Mapping[str, float] | None = None,
