@@ -5,7 +5,9 @@ Two to five questions of one split (never the training split) about different ar
 asked as one question whose gold set is the union of theirs (``service.corpus.joined``). The
 folder gets split ``joined``, split ``single`` (the same parts asked alone) and ``parts.tsv``, so
 that a benchmark can compare a pipeline on both. With ``--narrative`` every part but the last is
-told as a statement, so that only the last part asks (``service.corpus.joined.as_statement``).
+told as a statement, so that only the last part asks (``service.corpus.joined.as_statement``); with
+``--one-sentence`` two parts are told in one sentence joined by "and", then the second part's question
+(``service.corpus.joined.told_in_one_sentence``; pairs only, of questions that tell before they ask).
 
 Usage (the folders the benchmarks read)::
 
@@ -23,6 +25,8 @@ Usage (the folders the benchmarks read)::
     # a dataset of several languages: one language's questions at a time (Swiss lay questions)
     python scripts/make_joined_proxy.py --data data/swiss-lay --split lay-de --language de \
         --pairs 16 --triples 4 --max-uses 3 --seed 7 --narrative --out /work/data/swiss-lay-narr-de
+    python scripts/make_joined_proxy.py --data data/swiss-lay --split lay-de --language de \
+        --pairs 20 --triples 0 --max-uses 3 --seed 7 --one-sentence --out /work/data/swiss-lay-sentence-de
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from collections import Counter
 
 from service.corpus.datasets import Dataset, load_corpus
 from service.corpus.graph import CorpusGraph
-from service.corpus.joined import Joined, draw_joined, singles_of, write_joined
+from service.corpus.joined import CLAUSE_JOINERS, Joined, draw_joined, singles_of, write_joined
 
 DRAWS = ((5, "fives", 3), (4, "quads", 2), (3, "triples", 0), (2, "pairs", 1))
 """(parts, option, seed offset) in drawing order: the largest first, while every question is still free;
@@ -56,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--language", default="",
                         help="the questions' language, where the dataset holds several (default: the dataset's)")
     parser.add_argument("--narrative", action="store_true", help="only the last part of a joined question asks")
+    parser.add_argument("--one-sentence", action="store_true",
+                        help="two parts told in one sentence joined by 'and', then the second's question (pairs only)")
     parser.add_argument("--out", required=True, help="folder to write (outside the repository)")
     args = parser.parse_args(argv)
     dataset = Dataset(args.data)
@@ -64,9 +70,13 @@ def main(argv: list[str] | None = None) -> int:
         dataset.queries(name)  # a missing split fails here, before the corpus is read
     if args.split in avoid:
         parser.error("--split may not be one of --avoid")
+    if args.one_sentence and (args.narrative or args.triples or args.quads or args.fives):
+        parser.error("--one-sentence joins pairs only: give --triples 0 and no --quads, --fives or --narrative")
+    language = args.language or dataset.language
+    if args.one_sentence and language not in CLAUSE_JOINERS:
+        parser.error(f"--one-sentence knows the word 'and' in {', '.join(sorted(CLAUSE_JOINERS))}, not {language!r}")
     graph = CorpusGraph.build(load_corpus(dataset))
     singles = singles_of(dataset, args.split, graph, avoid=avoid)
-    language = args.language or dataset.language
     uses: Counter[str] = Counter()
     narrative = 1.0 if args.narrative else 0.0  # every joined question, or none
     asked = {arity: getattr(args, option) for arity, option, _ in DRAWS}
@@ -74,11 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     for arity, _, seed_offset in DRAWS:
         joined += draw_joined(singles, arity=arity, count=asked[arity], seed=args.seed + seed_offset,
                               language=language, max_uses=args.max_uses, max_chars=args.max_chars, uses=uses,
-                              narrative=narrative)
+                              narrative=narrative, one_sentence=args.one_sentence)
     sizes = write_joined(dataset, singles, joined, args.out, source=args.split,
                          settings={"avoid": avoid, **{option: asked[arity] for arity, option, _ in DRAWS},
                                    "max_uses": args.max_uses, "max_chars": args.max_chars, "seed": args.seed,
-                                   "narrative": args.narrative})
+                                   "narrative": args.narrative, "one_sentence": args.one_sentence})
     drawn = Counter(len(j.parts) for j in joined)
     print(f"wrote {args.out}: {sizes['joined']} joined questions ({drawn[2]} of two parts, {drawn[3]} of three, "
           f"{drawn[4]} of four, {drawn[5]} of five) from {sizes['single']} questions of {args.split}")

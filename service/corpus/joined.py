@@ -10,7 +10,9 @@ split into its general part and its main contract types). Parts are joined the w
 with a seeded choice per boundary: one question after the other, a connective ("另外", "Außerdem
 …"), a semicolon, or only a comma, the question mark of the earlier part dropped. A *narrative*
 joined question tells every part but the last as a statement (:func:`as_statement`), as people
-who list their problems and ask once at the end do.
+who list their problems and ask once at the end do. A joined question *told in one sentence*
+(:func:`told_in_one_sentence`) gives the facts of two parts in one sentence joined by "and", then the
+last part's question ("My landlord keeps my deposit and my employer fired me. Is that allowed?").
 
 Example::
 
@@ -130,6 +132,41 @@ def part_as_joined(text: str, language: str, *, first: bool, last: bool) -> str:
     return out
 
 
+CLAUSE_JOINERS = {"de": "und", "en": "and", "fr": "et", "it": "e"}
+"""The word that joins two clauses, per language, in questions told in one sentence."""
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_LOWER_AFTER_AND_DE = frozenset(
+    "ich wir mir mich mein meine meinen meinem meiner unser unsere der die das den dem ein eine einen einem seit "
+    "jemand vor nach im am beim letzte letzten letztes gestern".split())
+
+
+def statements_and_question(text: str) -> tuple[str, str] | None:
+    """A question's facts and its question: the sentences before the first that asks, and the rest; ``None``
+    when it asks in its first sentence or never."""
+    sentences = [s for s in _SENTENCE.split(text.strip()) if s]
+    asking = [i for i, sentence in enumerate(sentences) if "?" in sentence]
+    if not asking or asking[0] == 0:
+        return None
+    return " ".join(sentences[:asking[0]]), " ".join(sentences[asking[0]:])
+
+
+def told_in_one_sentence(texts: Sequence[str], language: str) -> str:
+    """Two questions told in one sentence: the facts of the first and of the second joined by "and"
+    (:data:`CLAUSE_JOINERS`), then the second's question. Each text must have facts before it asks
+    (:func:`statements_and_question`)."""
+    if len(texts) != 2:
+        raise ValueError("a question told in one sentence joins two parts")
+    told = [statements_and_question(t) for t in texts]
+    if told[0] is None or told[1] is None:
+        raise ValueError("each part needs facts before its question")
+    first = _END.sub("", told[0][0])
+    second = told[1][0]
+    word = second.split(" ", 1)[0]
+    if word != "I" and (language != "de" or word.lower() in _LOWER_AFTER_AND_DE):
+        second = second[:1].lower() + second[1:]
+    return f"{first} {CLAUSE_JOINERS[language]} {second} {told[1][1]}"
+
+
 @dataclass(frozen=True)
 class Single:
     """One single-issue question: id, text, gold articles and their areas."""
@@ -178,16 +215,19 @@ def told_as_narrative(texts: Sequence[str], share: float) -> bool:
 
 def draw_joined(singles: Sequence[Single], *, arity: int, count: int, seed: int, language: str,
                 max_uses: int = 1, max_chars: int = 8000, prefix: str = "j",
-                uses: Counter[str] | None = None, narrative: float = 0.0) -> list[Joined]:
+                uses: Counter[str] | None = None, narrative: float = 0.0, one_sentence: bool = False
+                ) -> list[Joined]:
     """``count`` joined questions of ``arity`` parts with pairwise disjoint areas (fewer when the
     singles do not allow more). Each single is used at most ``max_uses`` times overall (``uses``
     carries the counts across calls), and no set of parts is drawn twice. ``narrative``: the share
     of joined questions in which only the last part asks (:func:`join_texts`, :func:`told_as_narrative`;
-    0 none, 1 all).
+    0 none, 1 all). ``one_sentence``: every joined question told in one sentence
+    (:func:`told_in_one_sentence`; two parts, each with facts before its question).
     """
     rng = random.Random(seed)
     uses = uses if uses is not None else Counter()
-    by_qid = {s.qid: s for s in singles if s.areas}
+    by_qid = {s.qid: s for s in singles
+              if s.areas and (not one_sentence or statements_and_question(s.text) is not None)}
     seen: set[frozenset[str]] = set()
     out: list[Joined] = []
     attempts = 0
@@ -212,7 +252,10 @@ def draw_joined(singles: Sequence[Single], *, arity: int, count: int, seed: int,
         if len(chosen) < arity or key in seen:
             continue
         texts = [s.text for s in chosen]
-        text, joiners = join_texts(texts, language, rng, narrative=told_as_narrative(texts, narrative))
+        if one_sentence:
+            text, joiners = told_in_one_sentence(texts, language), (CLAUSE_JOINERS[language],)
+        else:
+            text, joiners = join_texts(texts, language, rng, narrative=told_as_narrative(texts, narrative))
         if len(text) > max_chars:
             continue
         seen.add(key)

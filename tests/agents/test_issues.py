@@ -11,6 +11,7 @@ from service.agents.issues import (
     MAX_ISSUES,
     SAME_TOPIC,
     STATEMENT_MAX_UNITS,
+    UNTRAINED_CLAUSE_TEXT_CHARS,
     UNTRAINED_STATEMENT_UNITS,
     IssueCounter,
     asks,
@@ -192,6 +193,46 @@ def test_without_a_topic_model_statements_stay_together_unless_the_question_asks
     assert len(segment_issues(matters + " Was kann ich tun?", "de")) == 1  # a long text tells one matter
     chinese = "公司把我辞退了也不给经济补偿。房东不退押金还不接电话。我该怎么办？"
     assert len(segment_issues(chinese, "zh")) == 1  # Chinese statements need a topic model
+
+
+def test_without_a_topic_model_two_matters_told_in_one_sentence_are_cut_at_the_and() -> None:
+    english = "My landlord won't return my deposit and my employer fired me while I was sick. What can I do?"
+    assert [i.text for i in segment_issues(english, "en")] == [
+        "My landlord won't return my deposit", "my employer fired me while I was sick. What can I do?"]
+    french = "Le bailleur ne me rend pas la caution et mon employeur m'a licencié pendant ma maladie. Que faire ?"
+    assert len(segment_issues(french, "fr")) == 2
+    italian = ("Il locatore non mi restituisce la cauzione e il mio datore di lavoro mi ha licenziato. "
+               "Cosa posso fare?")
+    assert len(segment_issues(italian, "it")) == 2
+    # "and" before a verb joins two predicates of one subject, not two clauses
+    tile = "A tile fell off the roof of my neighbour's building and damaged my car badly. Who has to pay?"
+    assert len(segment_issues(tile, "en")) == 1
+    # clauses that name the same thing tell one matter; a short one is not cut off
+    assert len(segment_issues("I bought a car from a dealer last month and the car broke down on the motorway. "
+                              "What can I do?", "en")) == 1
+    short = "I was sick and my employer fired me while I was in hospital. Is that allowed?"
+    assert len(segment_issues(short, "en")) == 1
+
+
+def test_clauses_are_not_cut_in_german_or_in_long_texts() -> None:
+    german = ("Mein Vermieter gibt die Kaution nicht zurück und mein Arbeitgeber hat mir während meiner "
+              "Krankheit gekündigt. Was kann ich tun?")
+    assert len(segment_issues(german, "de")) == 1  # German lay questions chain the clauses of one matter
+    english = "My landlord won't return my deposit and my employer fired me while I was sick."
+    filler = " I have asked many people for advice over the last weeks, but nobody could tell me anything."
+    long = english + filler * 3 + " What can I do?"
+    assert len(long) > UNTRAINED_CLAUSE_TEXT_CHARS
+    assert segment_issues(long, "en")[0].text == english  # cut at its sentences only
+
+
+def test_a_question_in_a_language_the_index_lacks_joins_its_question_to_the_last_statement() -> None:
+    told = ("Someone broke into my e-mail account with my password and a court decided my case without "
+            "ever hearing my side. Which constitutional right was violated?")
+    # read on its own language, the question stands alone; read on a German index, it asks about the last matter
+    assert [i.text for i in segment_issues(told, "en")][-1] == "Which constitutional right was violated?"
+    assert [i.text for i in segment_issues(told, "de")] == [
+        "Someone broke into my e-mail account with my password",
+        "a court decided my case without ever hearing my side. Which constitutional right was violated?"]
 
 
 def test_the_terms_two_spans_share_are_their_topic() -> None:

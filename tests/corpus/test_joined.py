@@ -22,7 +22,9 @@ from service.corpus.joined import (
     joined_for_training,
     read_parts,
     singles_of,
+    statements_and_question,
     told_as_narrative,
+    told_in_one_sentence,
     write_joined,
 )
 from service.corpus.model import LegalDoc
@@ -84,6 +86,37 @@ def test_a_narrative_joined_question_asks_only_in_its_last_part() -> None:
         assert len(joiners) == 2
     drawn = draw_joined(_singles(), arity=2, count=2, seed=3, language="zh", narrative=1.0)
     assert drawn and all(j.text.count("怎么办") == 1 for j in drawn)
+
+
+def test_two_parts_told_in_one_sentence_join_their_facts_by_and_and_keep_the_last_question() -> None:
+    landlord = "My landlord keeps my deposit. He says the flat was dirty. Can he do that?"
+    employer = "My employer fired me while I was ill. Is that allowed?"
+    assert statements_and_question(landlord) == (
+        "My landlord keeps my deposit. He says the flat was dirty.", "Can he do that?")
+    assert statements_and_question("Can he keep my deposit?") is None  # asks at once: no facts
+    assert statements_and_question("My landlord keeps my deposit.") is None  # never asks
+    assert told_in_one_sentence([landlord, employer], "en") == (
+        "My landlord keeps my deposit. He says the flat was dirty and my employer fired me while I was ill. "
+        "Is that allowed?")
+    french = told_in_one_sentence(
+        ["Le bailleur garde la caution. Que faire ?", "Mon employeur m'a licencié. Est-ce permis ?"], "fr")
+    assert french == "Le bailleur garde la caution et mon employeur m'a licencié. Est-ce permis ?"
+    german = told_in_one_sentence(["Der Vermieter behält die Kaution. Darf er das?",
+                                   "Arbeitgeber kündigen oft. Mein Chef hat gekündigt. Darf er das?"], "de")
+    assert german.startswith("Der Vermieter behält die Kaution und Arbeitgeber kündigen")  # a noun keeps its case
+    with pytest.raises(ValueError, match="two parts"):
+        told_in_one_sentence([landlord, employer, landlord], "en")
+    with pytest.raises(ValueError, match="facts"):
+        told_in_one_sentence(["Can he keep my deposit?", employer], "en")
+
+
+def test_questions_told_in_one_sentence_are_drawn_from_parts_that_tell_before_they_ask() -> None:
+    singles = [Single(f"q{i}", f"Matter {i} happened to me. What can I do about matter {i}?", frozenset({f"d{i}"}),
+                      frozenset({f"area{i}"})) for i in range(6)]
+    singles.append(Single("bare", "What can I do?", frozenset({"d9"}), frozenset({"area9"})))
+    drawn = draw_joined(singles, arity=2, count=10, seed=5, language="en", one_sentence=True)
+    assert drawn and all("bare" not in j.parts and j.joiners == ("and",) for j in drawn)
+    assert all(" happened to me and matter " in j.text and j.text.count("?") == 1 for j in drawn)
 
 
 def test_a_share_of_narratives_draws_the_same_parts_and_tells_some_as_narratives() -> None:
