@@ -228,7 +228,7 @@ def test_clauses_are_not_cut_in_german_or_in_long_texts() -> None:
 def test_a_question_in_a_language_the_index_lacks_joins_its_question_to_the_last_statement() -> None:
     told = ("Someone broke into my e-mail account with my password and a court decided my case without "
             "ever hearing my side. Which constitutional right was violated?")
-    # read on its own language, the question stands alone; read on a German index, it asks about the last matter
+    # read in its own language the question stands alone; read on a German index it asks about the last matter
     assert [i.text for i in segment_issues(told, "en")][-1] == "Which constitutional right was violated?"
     assert [i.text for i in segment_issues(told, "de")] == [
         "Someone broke into my e-mail account with my password",
