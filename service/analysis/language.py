@@ -14,31 +14,47 @@ from functools import cache
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _LATIN_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 
-# Highly frequent function words that are (nearly) unique to one language.
+# Highly frequent function words of each language. A word of several languages counts for each of them
+# in part (1 / the number of languages that list it), so the shared articles and prepositions of French
+# and Italian ("la", "le", "un", "ai") neither decide nor are lost.
 _MARKERS: dict[str, frozenset[str]] = {
     "de": frozenset(
         "der die das und ist nicht ich mein meine mit von zu den dem des ein eine einen einem wenn auf "
         "für sich auch wie aber oder wird werden kann muss hat habe haben bei nach vom zum zur über unter "
-        "dass darf soll sind mir mich wir uns ihr sie es er gegen durch"
+        "dass darf soll sind mir mich wir uns ihr sie es er gegen durch im als wer keine gilt gelten "
+        "dieser diese dieses beim noch nur"
         .split()
     ),
     "en": frozenset(
-        "the and is not of to in my a an with from for on that this can must shall be by or if he she "
-        "they we you it have has was were are what which who may does do did any"
+        "the and is not of to my with from for on that this can must shall be by or if he she "
+        "they we you it have has was were are what which who may does do did any when only will would "
+        "been but there their its his her at"
         .split()
     ),
     "fr": frozenset(
         "le la les et est pas je mon ma mes avec de des du un une pour sur que qui dans ce cette il elle "
-        "nous vous ils au aux ou si peut doit sont ne être avoir par"
+        "nous vous ils au aux ou si peut doit sont ne être avoir par en sans chez comment quand quel quelle "
+        "quels quelles où aussi très tout tous toute été fait mais leur leurs sa ses ai ont dont "
+        "lorsque selon après se à"
         .split()
     ),
     "it": frozenset(
         "il lo la gli le e è non io mio mia con di da del della dei delle un una per su che chi nel nella "
-        "questo questa sono può deve essere avere ai agli al alla"
+        "questo questa sono può deve essere avere ai agli al alla ho ha hanno mi ti ci si anche perché "
+        "quando cosa quale quali più ma sa se sul sulla dal dalla degli "
+        "alle dalle dello ed od qualora chiunque ne"
         .split()
     ),
 }
-_LETTERS: dict[str, str] = {"de": "äöüß", "fr": "éèêàçùëïœ", "it": "àèéìòù"}
+# Accented letters; "é" is French only (Italian writes "è", and "é" only in a few words such as "perché").
+_LETTERS: dict[str, str] = {"de": "äöüß", "fr": "éèêàçùëïœâîôû", "it": "àèìòù"}
+# Elided words, counted only before an apostrophe ("j'ai", "qu'il", "dell'anno"): as words, "d" or "c"
+# would also be the enumerators of German headings ("c. Bewährung").
+_ELISIONS: dict[str, frozenset[str]] = {
+    "fr": frozenset("j qu n m s t l d c jusqu lorsqu puisqu".split()),
+    "it": frozenset("l d c dell all nell dall sull quest un anch".split()),
+}
+_ELIDED = re.compile(r"([^\W\d_]+)['’](?!s\b)", re.UNICODE)  # not an English possessive ("C's")
 
 
 def detect_language(text: str, *, default: str = "en", candidates: tuple[str, ...] | None = None) -> str:
@@ -101,22 +117,21 @@ def question_language(text: str, lang: str = "", *, trained: str = "", candidate
 
 
 @cache
-def _marker_index() -> dict[str, tuple[str, ...]]:
+def _marker_index(elided: bool = False) -> dict[str, tuple[str, ...]]:
+    """Each marker word (elided word: ``elided``) and the languages that list it."""
     index: dict[str, list[str]] = {}
-    for lang, words in _MARKERS.items():
+    for lang, words in (_ELISIONS if elided else _MARKERS).items():
         for word in words:
             index.setdefault(word, []).append(lang)
     return {w: tuple(langs) for w, langs in index.items()}
 
 
 def _latin_scores(words: tuple[str, ...], lowered: str) -> dict[str, float]:
-    index = _marker_index()
     scores = dict.fromkeys(_MARKERS, 0.0)
-    for word in words:
-        langs = index.get(word)
-        if langs:
-            for lang in langs:
-                scores[lang] += 1.0 / len(langs)
+    for index, found in ((_marker_index(), words), (_marker_index(elided=True), _ELIDED.findall(lowered))):
+        for word in found:
+            for lang in index.get(word, ()):
+                scores[lang] += 1.0 / len(index[word])
     for lang, letters in _LETTERS.items():
         scores[lang] += 0.5 * sum(lowered.count(ch) for ch in letters) / max(1, len(letters))
     return scores

@@ -33,6 +33,27 @@ def test_detects_the_language(text: str, lang: str) -> None:
     assert detect_language(text) == lang
 
 
+@pytest.mark.parametrize("text, lang", [
+    ("Comment écrire un testament valable sans passer chez le notaire ?", "fr"),  # "é" is not Italian
+    ("J'ai reçu une ordonnance pénale et je ne suis pas d'accord.", "fr"),
+    ("La formation professionnelle supérieure vise à transmettre", "fr"),
+    ("Mio padre ha lasciato soltanto debiti. Posso rinunciare all'eredità?", "it"),
+    ("Il Tribunale federale giudica i ricorsi in materia", "it"),  # "in" is no sign of English
+    ("Wer gewerbsmässig Motorfahrzeuge an Selbstfahrer vermietet", "de"),  # nor is "an"
+])
+def test_french_italian_and_german_short_texts_are_told_apart(text: str, lang: str) -> None:
+    assert detect_language(text) == lang
+
+
+def test_elided_words_count_only_before_an_apostrophe() -> None:
+    assert detected_language("c. Bewährung") == "de"  # a heading's enumerator is not Italian "c'"
+    assert detected_language("d. Einreden") is None
+    assert detected_language("J. Rechtsschutz") is None
+    assert detected_language("qu'il") == "fr" and detected_language("dell'anno") == "it"
+    assert detected_language("A. Verlobung") is None  # a heading's "A." is not English
+    assert detected_language("C's credit against D", candidates=("de", "fr", "it")) is None  # a possessive
+
+
 def test_detection_respects_candidates_and_default() -> None:
     assert detect_language("Art. 41", candidates=("de", "en"), default="de") == "de"
     assert detect_language("", default="en") == "en"
