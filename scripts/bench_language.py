@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", nargs="*", default=[], metavar="DIR:SPLIT:LANG",
                         help="dataset splits whose questions are all in one language")
     args = parser.parse_args(argv)
-    sets: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    sets: dict[str, list[tuple[str, str]]] = {}
     for spec in args.questions:
         try:
             folder, split, lang = spec.rsplit(":", 2)
