@@ -12,7 +12,8 @@ Italian): ``--count`` random documents per language, each cut to its first 60 an
 characters (at a word boundary, paragraph numbers dropped). ``--questions`` adds a dataset split whose
 questions are all in one language (``data/gerlayqa-split:dev:de``). For each set the script prints the
 share detected right, once among the corpus's languages (and the set's own) and once among every supported
-one.
+one. Last, the documents' titles ("e. Verjährung"): most show no language at all, so it prints the share
+read as another language (lower is better).
 """
 
 from __future__ import annotations
@@ -51,9 +52,12 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--questions takes DIR:SPLIT:LANG, not {spec!r}")
         sets[f"{split} ({lang})"] = [(lang, q.text) for q in Dataset(folder).queries(split)]
     by_lang: dict[str, list[str]] = defaultdict(list)
+    titles: dict[str, list[str]] = defaultdict(list)
     for doc in load_corpus(Dataset(args.data)):
         if doc.lang and doc.text.strip():
             by_lang[doc.lang].append(doc.text)
+        if doc.lang and doc.title.strip():
+            titles[doc.lang].append(doc.title.strip())
     rng = random.Random(args.seed)
     for lang in sorted(by_lang):
         drawn = rng.sample(by_lang[lang], min(args.count, len(by_lang[lang])))
@@ -66,6 +70,10 @@ def main(argv: list[str] | None = None) -> int:
                     for lang, text in items)
         right_all = sum(detected_language(text, candidates=None) == lang for lang, text in items)
         print(f"{name:<28} {len(items):>6}  {right / len(items):>17.4f}  {right_all / len(items):>10.4f}")
+    for lang in sorted(titles):
+        wrong = sum(detected_language(t, candidates=None) not in (lang, None) for t in titles[lang])
+        name = f"{lang} titles, another language"
+        print(f"{name:<28} {len(titles[lang]):>6}  {'':>17}  {wrong / len(titles[lang]):>10.4f}")
     return 0
 
 

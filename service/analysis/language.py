@@ -27,8 +27,8 @@ _MARKERS: dict[str, frozenset[str]] = {
     ),
     "en": frozenset(
         "the and is not of to my with from for on that this can must shall be by or if he she "
-        "they we you it have has was were are what which who may does do did any when only will would "
-        "been but there their its his her at"
+        "they we you it have has was were are what which who may does do did any when only would "
+        "been there their its his her at"
         .split()
     ),
     "fr": frozenset(
@@ -54,6 +54,9 @@ _ELISIONS: dict[str, frozenset[str]] = {
     "fr": frozenset("j qu n m s t l d c jusqu lorsqu puisqu".split()),
     "it": frozenset("l d c dell all nell dall sull quest un anch".split()),
 }
+# A single letter before a full stop numbers a heading or a list ("e. Verjährung", "a. …"), or is an
+# initial: it is no word of any language (the Italian "e" would count otherwise).
+_ENUMERATOR = re.compile(r"(?<![^\W\d_])[^\W\d_]\.(?!\w)")
 _ELIDED = re.compile(r"([^\W\d_]+)['’](?!s\b)", re.UNICODE)  # not an English possessive ("C's")
 
 
@@ -94,7 +97,8 @@ def detected_language(text: str, *, candidates: tuple[str, ...] | None = None) -
     words = [w.lower() for w in _LATIN_WORD.findall(text) if not _HAN.search(w)]
     if "zh" in allowed and han and han >= len(words):
         return "zh"
-    scores = _latin_scores(tuple(words[:400]), text.lower())
+    markers = [w.lower() for w in _LATIN_WORD.findall(_ENUMERATOR.sub(" ", text))] if "." in text else words
+    scores = _latin_scores(tuple(markers[:400]), text.lower())
     ranked = sorted(((s, lang) for lang, s in scores.items() if lang in allowed), reverse=True)
     if not ranked or ranked[0][0] == 0:
         return "zh" if "zh" in allowed and han else None

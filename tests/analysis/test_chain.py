@@ -51,6 +51,9 @@ def test_elided_words_count_only_before_an_apostrophe() -> None:
     assert detected_language("J. Rechtsschutz") is None
     assert detected_language("qu'il") == "fr" and detected_language("dell'anno") == "it"
     assert detected_language("A. Verlobung") is None  # a heading's "A." is not English
+    assert detected_language("e. Bekanntgabe") is None  # nor its "e." Italian
+    assert detected_language("Il locatore e il conduttore") == "it"
+    assert detected_language("But", candidates=("de", "fr", "it", "en")) is None  # a French heading ("purpose")
     assert detected_language("C's credit against D", candidates=("de", "fr", "it")) is None  # a possessive
 
 
