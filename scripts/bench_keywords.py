@@ -39,7 +39,7 @@ from collections import defaultdict
 from typing import Any
 
 from service.analysis.chain import analyzer_for
-from service.analysis.language import detect_language
+from service.analysis.language import WORD, detect_language
 from service.config import load_settings
 from service.corpus.datasets import Dataset, load_corpus
 from service.evaluation import metrics
@@ -49,8 +49,7 @@ from service.pipelines.build import Runtime
 from service.pipelines.hybrid import HybridPipeline
 from service.tracing import Stopwatch
 
-WORD = re.compile(r"[^\W\d_]{6,}")
-WORDS = re.compile(r"[^\W\d_]+")
+LONG_WORD = re.compile(r"[^\W\d_]{6,}")
 RARE = (2, 8)
 """A rare word occurs in the texts of this many works (inclusive)."""
 
@@ -65,7 +64,7 @@ def keyword_sets(dataset: Dataset, lang: str, count: int, seed: int
     for doc in docs:
         if doc.lang != lang:
             continue
-        for word in set(WORD.findall(doc.text)):
+        for word in set(LONG_WORD.findall(doc.text)):
             holders[word].add(doc.work)
         if doc.title and len(doc.title.split()) <= 2:
             titles[doc.title.strip()].add(doc.work)
@@ -84,7 +83,7 @@ def question_words(dataset: Dataset, splits: list[str]) -> dict[str, list[tuple[
         for query in dataset.queries(split):
             lang = query.lang or detect_language(query.text, candidates=("de", "fr", "it", "en"))
             stopwords = analyzer_for(lang).spec.stopwords
-            words = [w for w in WORDS.findall(query.text) if w.lower() not in stopwords and len(w) >= 3]
+            words = [w for w in WORD.findall(query.text) if w.lower() not in stopwords and len(w) >= 3]
             if words and gold.get(query.qid):
                 sets[f"words {lang}"].append((" ".join(words), gold[query.qid]))
     return dict(sorted(sets.items()))

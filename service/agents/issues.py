@@ -57,7 +57,7 @@ import numpy as np
 
 from service.agents.base import AgentName, Evidence, OfflineRewriter, Rewrite, RewriteOutput, TrainedParts
 from service.analysis.chain import analyzer_for
-from service.analysis.language import detected_language, question_language
+from service.analysis.language import WORD, detected_language, question_language
 from service.corpus.model import Query
 
 MAX_ISSUES = {"de": 3, "default": 6}
@@ -163,7 +163,8 @@ _QUESTION_ZH = re.compile(
     r"[？?]|吗|么|什么|怎么|怎样|如何|能否|可否|是否|哪|谁|多少|多久|多长|几[个年天月次]|为何|为什么|有没有|能不能|"
     r"可不可以|要不要|该不该|会不会|有哪些|区别")
 _QUESTION_LATIN = re.compile(r"\?")
-_WORD = re.compile(r"[^\W\d_]+")
+_CLAUSE_JOIN = {lang: re.compile(r",?\s+(?:" + "|".join(words) + r")\s+(?=\S)")
+                for lang, words in UNTRAINED_CLAUSE_JOINS.items()}
 
 Topic = Callable[[str], np.ndarray]
 """A text's topic vector (e.g. the law classifier's term evidence per section); spans are compared by cosine."""
@@ -280,17 +281,18 @@ def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_
     tells = len(spans) < 2 or _asks_at_the_end(asking)
     untrained = False
     if topic is None and language in UNTRAINED_STATEMENT_LANGUAGES and len(units) <= UNTRAINED_STATEMENT_UNITS:
-        clauses = clauses_of(text, units, asking, language)
+        shown = _shown_language(text, language)
+        clauses = clauses_of(text, units, asking, shown)
         clauses_asking = [asks(text[a:b], language) for a, b in clauses]
         untrained = _asks_at_the_end(clauses_asking)
         if untrained:
             units, tells = clauses, True
-            if _shown_language(text, language) != language:
+            if shown != language:
                 # read in a language the index lacks, the question reaches BM25 through a glossary's terms of
                 # art, which a bare closing question ("Which right was violated?") seldom names: it is searched
                 # with the matter it asks about (English lay pairs told in one sentence: R@10 0.451 -> 0.515)
                 units = _questions_joined(clauses, clauses_asking)
-            topic, statement_topic = shared_terms(text, language), UNTRAINED_STATEMENT_TOPIC
+            topic, statement_topic = shared_terms(text, shown), UNTRAINED_STATEMENT_TOPIC
     statements = tells and topic is not None and statement_topic > 0 and len(units) <= STATEMENT_MAX_UNITS
     if statements:
         spans = [[a, b] for a, b in units]
@@ -353,19 +355,19 @@ def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_
     return [Issue(text[a:b], a, b) for a, b in spans]
 
 
-def clauses_of(text: str, units: list[tuple[int, int]], asking: list[bool], language: str) -> list[tuple[int, int]]:
+def clauses_of(text: str, units: list[tuple[int, int]], asking: list[bool], shown: str) -> list[tuple[int, int]]:
     """``units`` with each statement also cut where "and" starts a new clause (:data:`UNTRAINED_CLAUSE_JOINS`,
-    :data:`UNTRAINED_CLAUSE_STARTS`), both sides at least :data:`UNTRAINED_STATEMENT_CHARS` long; in the language
-    the text shows, else ``language``. A text longer than :data:`UNTRAINED_CLAUSE_TEXT_CHARS` keeps its units."""
-    shown = _shown_language(text, language)
-    if shown not in UNTRAINED_CLAUSE_JOINS or len(text) > UNTRAINED_CLAUSE_TEXT_CHARS:
+    :data:`UNTRAINED_CLAUSE_STARTS`), both sides at least :data:`UNTRAINED_STATEMENT_CHARS` long, read in
+    ``shown``, the language the text shows. A text longer than :data:`UNTRAINED_CLAUSE_TEXT_CHARS` keeps its
+    units."""
+    joins = _CLAUSE_JOIN.get(shown)
+    if joins is None or len(text) > UNTRAINED_CLAUSE_TEXT_CHARS:
         return units
-    joins = re.compile(r",?\s+(?:" + "|".join(UNTRAINED_CLAUSE_JOINS[shown]) + r")\s+(?=\S)")
     out: list[tuple[int, int]] = []
     for (a, b), question in zip(units, asking, strict=True):
         start = a
         for match in [] if question else joins.finditer(text, a, b):
-            word = _WORD.match(text, match.end(), b)
+            word = WORD.match(text, match.end(), b)
             if (match.start() - start >= UNTRAINED_STATEMENT_CHARS and b - match.end() >= UNTRAINED_STATEMENT_CHARS
                     and word is not None and word.group().lower() in UNTRAINED_CLAUSE_STARTS[shown]):
                 out.append((start, match.start()))
@@ -387,10 +389,10 @@ def _shown_language(text: str, language: str) -> str:
 
 def shared_terms(text: str, language: str) -> Topic:
     """The topic of a span of ``text`` without a model: the counts of its analysed terms over the terms of
-    the whole text, so that two spans are alike as far as they share terms. The terms are those of the
-    language the text shows, else of ``language``: the agents read an English question on a German index
+    the whole text, so that two spans are alike as far as they share terms. ``language`` is the one the
+    text shows (:func:`segment_issues` passes it): the agents read an English question on a German index
     as German, and German analysis would keep its "my" as a term that every statement shares."""
-    analyzer = analyzer_for(_shown_language(text, language))
+    analyzer = analyzer_for(language)
     slots = {term: n for n, term in enumerate(dict.fromkeys(analyzer.tokens(text)))}
 
     def topic(span: str) -> np.ndarray:

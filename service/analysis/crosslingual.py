@@ -20,15 +20,13 @@ Example::
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from functools import cache
 
 from service.analysis.chain import LANGUAGES, SYNONYM_WEIGHT, analyzer_for, analyzers_dir
-from service.analysis.language import detect_language, detected_language
+from service.analysis.language import WORD, detect_language, detected_language
 from service.analysis.synonyms import SynonymRules
 
-_WORD = re.compile(r"[^\W\d_]+")
 MIN_KNOWN_CHARS = 4
 """Shorter words are not looked up in the statutes' word list (it holds none)."""
 UNTRANSLATED_WEIGHT = 0.5
@@ -109,7 +107,7 @@ def glossary_sources(languages: Sequence[str]) -> set[str]:
 
 
 def _words(query: str) -> list[str]:
-    return [word for word in _WORD.findall(query.lower()) if len(word) >= MIN_KNOWN_CHARS]
+    return [word for word in WORD.findall(query.lower()) if len(word) >= MIN_KNOWN_CHARS]
 
 
 def translated_weights(query: str, source: str, target: str, rules: SynonymRules) -> dict[str, float]:

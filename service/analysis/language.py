@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from functools import cache
 
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_LATIN_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+"""A word: a run of letters (no digits, no underscore), in any script."""
 
 # Highly frequent function words of each language. A word of several languages counts for each of them
 # in part (1 / the number of languages that list it), so the shared articles and prepositions of French
@@ -94,10 +95,10 @@ def detected_language(text: str, *, candidates: tuple[str, ...] | None = None) -
     """
     allowed = candidates or ("de", "fr", "it", "en", "zh")
     han = len(_HAN.findall(text))
-    words = [w.lower() for w in _LATIN_WORD.findall(text) if not _HAN.search(w)]
+    words = [w.lower() for w in WORD.findall(text) if not _HAN.search(w)]
     if "zh" in allowed and han and han >= len(words):
         return "zh"
-    markers = [w.lower() for w in _LATIN_WORD.findall(_ENUMERATOR.sub(" ", text))] if "." in text else words
+    markers = [w.lower() for w in WORD.findall(_ENUMERATOR.sub(" ", text))] if "." in text else words
     scores = _latin_scores(tuple(markers[:400]), text.lower())
     ranked = sorted(((s, lang) for lang, s in scores.items() if lang in allowed), reverse=True)
     if not ranked or ranked[0][0] == 0:
