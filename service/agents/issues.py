@@ -148,10 +148,13 @@ UNTRAINED_CLAUSE_STARTS = {
     "fr": frozenset("je j tu il elle on nous vous ils elles mon ma mes ton ta tes son sa ses notre nos votre vos leur "
                     "leurs le la les l un une ce cet cette ces quelqu depuis maintenant hier puis".split()),
     "it": frozenset("io tu lui lei noi voi loro il lo la i gli le l un uno una mio mia miei mie tuo tua suo sua nostro "
-                    "nostra qualcuno questo questa quel quello quella ora adesso ieri oggi poi inoltre".split()),
+                    "nostra qualcuno questo questa quel quello quella ora adesso ieri oggi poi inoltre "
+                    "ho sono abbiamo siamo avevo ero".split()),
 }
 """Per language, the words a clause may start with after "and": a subject (a pronoun, an article, a
-possessive) or a time that leads one. "and damaged my car" continues the subject before it and is not cut."""
+possessive) or a time that leads one. "and damaged my car" continues the subject before it and is not cut.
+Italian drops the subject, so its first-person forms of *avere* and *essere* ("… e sono senza casa") start
+a clause too."""
 UNTRAINED_CLAUSE_TEXT_CHARS = 300
 """A question longer than this (characters) is not cut at its "and"s: lay questions that tell two matters in
 one sentence are short (at most 233 characters on the Swiss lay pairs), and a longer text tells one matter

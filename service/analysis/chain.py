@@ -29,6 +29,7 @@ import Stemmer
 
 from service.analysis.compounds import CompoundSplitter
 from service.analysis.language import detect_language
+from service.analysis.senses import SenseRules
 from service.analysis.synonyms import SynonymRules
 
 LANGUAGES: tuple[str, ...] = ("de", "fr", "it", "en", "zh")
@@ -99,6 +100,7 @@ class Analyzer:
         self._stemmer_local = threading.local()
         self._splitter = CompoundSplitter(spec.compound_words) if spec.compound_words else None
         self._synonyms: SynonymRules | None = None
+        self._senses: SenseRules | None = None
         # One search analyses its question several times (BM25 query, agents, routing): keep the
         # tokens and terms of recent short texts. Documents are longer and analysed once, so they
         # bypass it.
@@ -162,8 +164,17 @@ class Analyzer:
             self._synonyms = SynonymRules.load(analyzers_dir() / "synonyms" / f"{self.lang}.txt", self.tokens)
         return self._synonyms
 
+    @property
+    def senses(self) -> SenseRules:
+        """The language's sense rules (``analyzers/senses/<lang>.txt``, :mod:`service.analysis.senses`),
+        loaded once."""
+        if self._senses is None:
+            self._senses = SenseRules.load(analyzers_dir() / "senses" / f"{self.lang}.txt", self.tokens)
+        return self._senses
+
     def query_weights(self, text: str) -> dict[str, float]:
-        """BM25 query terms with weights: each term's count, plus synonym expansions (:data:`SYNONYM_WEIGHT`).
+        """BM25 query terms with weights: each term's count, plus synonym expansions (:data:`SYNONYM_WEIGHT`),
+        with words the question's context reads in their everyday sense replaced (:attr:`senses`).
 
         Every backend turns a text query into these weights, so they all score alike.
         """
@@ -173,7 +184,7 @@ class Analyzer:
             weights[tok] = weights.get(tok, 0.0) + 1.0
         for tok, count in self.synonyms.expand(tokens).items():
             weights[tok] = weights.get(tok, 0.0) + SYNONYM_WEIGHT * count
-        return weights
+        return self.senses.reweigh(tokens, weights)
 
     def knows(self, word: str) -> bool:
         """Whether ``word`` is a word of the language's statutes: its word list (``compound_words``,

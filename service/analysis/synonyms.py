@@ -69,7 +69,7 @@ class SynonymRules:
         """The rules whose trigger occurs in ``tokens`` (as a contiguous sequence): (trigger, targets)."""
         present = set(tokens)
         for trigger, targets in self.rules:
-            if set(trigger) <= present and _contains(tokens, trigger):
+            if set(trigger) <= present and contains(tokens, trigger):
                 yield trigger, targets
 
 
@@ -77,6 +77,7 @@ def _unique(tokens: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(tokens))
 
 
-def _contains(tokens: list[str], phrase: tuple[str, ...]) -> bool:
+def contains(tokens: list[str], phrase: tuple[str, ...]) -> bool:
+    """Whether ``phrase`` occurs in ``tokens`` as a contiguous sequence."""
     n = len(phrase)
     return any(tuple(tokens[i:i + n]) == phrase for i in range(len(tokens) - n + 1))

@@ -132,7 +132,7 @@ class LongQuery:
             weights[term] = weights.get(term, 0.0) + QUESTION_WEIGHT * weight
         for term, count in analyzer.synonyms.expand(tokens).items():
             weights[term] = weights.get(term, 0.0) + SYNONYM_WEIGHT * (1.0 + math.log(max(1.0, count)))
-        return weights
+        return analyzer.senses.reweigh(tokens, weights)
 
     def vector(self, embedder: QueryEmbedder, question_share: float = QUESTION_VECTOR_SHARE) -> np.ndarray:
         """One query vector: the mean passage vector, mixed with the question's own vector by

@@ -204,6 +204,12 @@ def test_without_a_topic_model_two_matters_told_in_one_sentence_are_cut_at_the_a
     italian = ("Il locatore non mi restituisce la cauzione e il mio datore di lavoro mi ha licenziato. "
                "Cosa posso fare?")
     assert len(segment_issues(italian, "it")) == 2
+    # Italian drops the subject: a first-person "sono" / "ho" after "e" starts the speaker's own clause
+    dropped = ("Voglio lasciare l'appartamento prima della scadenza del contratto e sono senza soldi e senza casa. "
+               "Lo Stato deve aiutarmi?")
+    assert [i.text for i in segment_issues(dropped, "it")] == [
+        "Voglio lasciare l'appartamento prima della scadenza del contratto",
+        "sono senza soldi e senza casa. Lo Stato deve aiutarmi?"]
     # "and" before a verb joins two predicates of one subject, not two clauses
     tile = "A tile fell off the roof of my neighbour's building and damaged my car badly. Who has to pay?"
     assert len(segment_issues(tile, "en")) == 1

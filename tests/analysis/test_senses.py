@@ -1,0 +1,90 @@
+"""Sense rules: an everyday word read in its everyday sense where the question's context says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from service.analysis.chain import analyzer_for
+from service.analysis.senses import SenseRules
+from service.retrieval.long_query import read_long_query
+
+pytestmark = pytest.mark.unit
+
+DEPOSIT = "caution, cautions | bailleur, loyer, état des lieux => sûretés, garantie"
+
+
+def _rules(*lines: str) -> SenseRules:
+    return SenseRules.parse(lines, analyzer_for("fr").tokens)
+
+
+def _weights(rules: SenseRules, text: str) -> dict[str, float]:
+    tokens = analyzer_for("fr").tokens(text)
+    return rules.reweigh(tokens, {t: 1.0 for t in tokens})
+
+
+def test_the_word_gives_way_to_its_reading_when_the_context_is_there() -> None:
+    weights = _weights(_rules(DEPOSIT, "# a comment", ""), "Mon bailleur garde mes cautions")
+    assert "caution" not in weights
+    assert weights["sûret"] == weights["garant"] == 1.0
+    assert weights["bailleur"] == 1.0
+
+
+def test_without_its_context_the_word_keeps_its_statute_sense() -> None:
+    rules = _rules(DEPOSIT)
+    text = "J'ai signé comme caution pour le prêt de mon frère"
+    tokens = analyzer_for("fr").tokens(text)
+    weights = {t: 1.0 for t in tokens}
+    assert rules.reweigh(tokens, weights) is weights
+
+
+def test_a_context_of_several_words_must_occur_as_a_sequence() -> None:
+    rules = _rules(DEPOSIT)
+    assert "caution" not in _weights(rules, "La caution a été retenue après l'état des lieux")
+    assert "caution" in _weights(rules, "La caution a été retenue après l'état de sortie des lieux")
+
+
+def test_the_reading_weighs_at_least_what_the_word_did_and_never_less_than_it_had() -> None:
+    rules = _rules(DEPOSIT)
+    tokens = analyzer_for("fr").tokens("bailleur caution")
+    weights = rules.reweigh(tokens, {"bailleur": 1.0, "caution": 2.0, "garant": 3.0})
+    assert weights == {"bailleur": 1.0, "sûret": 2.0, "garant": 3.0}
+
+
+@pytest.mark.parametrize("line", ["caution => sûretés", "caution | bailleur", " | bailleur => sûretés",
+                                  "caution | le => sûretés"])
+def test_a_malformed_rule_names_its_line(line: str) -> None:
+    with pytest.raises(ValueError, match="line 2"):
+        _rules("# first line", line)
+
+
+def test_a_missing_file_holds_no_rules_and_a_bad_file_is_named(tmp_path: Path) -> None:
+    assert SenseRules.load(tmp_path / "xx.txt", analyzer_for("fr").tokens).rules == ()
+    bad = tmp_path / "fr.txt"
+    bad.write_text("caution => sûretés\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"fr\.txt: sense rule on line 1"):
+        SenseRules.load(bad, analyzer_for("fr").tokens)
+
+
+def test_the_shipped_sense_files_parse() -> None:
+    for lang in ("fr", "it"):
+        assert analyzer_for(lang).senses.rules
+
+
+def test_query_weights_read_the_tenants_deposit_in_french_and_italian() -> None:
+    french = analyzer_for("fr").query_weights("Mon bailleur ne me rend pas ma caution.")
+    assert "caution" not in french and french["sûret"] >= 1.0
+    guarantor = analyzer_for("fr").query_weights("La caution doit-elle payer la dette de mon frère ?")
+    assert guarantor["caution"] == 1.0
+    italian = analyzer_for("it").query_weights("Il padrone di casa non mi restituisce la cauzione.")
+    assert "cauzion" not in italian and italian["garanz"] >= 1.0
+    worker = analyzer_for("it").query_weights("Il datore di lavoro non mi restituisce la cauzione.")
+    assert worker["cauzion"] == 1.0
+
+
+def test_long_questions_read_senses_too() -> None:
+    facts = "Nous avons loué un appartement pendant six ans et l'avons rendu propre. " * 12
+    long = read_long_query(facts + "Le bailleur peut-il garder la caution ?")
+    weights = long.term_weights("fr")
+    assert "caution" not in weights and weights["sûret"] > 0
