@@ -138,6 +138,13 @@ class Analyzer:
             return [t for t in _jieba_cut(text) if _HAS_WORD_CHAR.search(t)]
         return _WORD.findall(text)
 
+    def word_stems(self, text: str) -> list[str]:
+        """The text's words stemmed, stopwords kept and compounds whole: how multi-word synonym triggers
+        that analysis would shrink are matched (:class:`~service.analysis.synonyms.SynonymRules`)."""
+        raw = self.raw_tokens(text)
+        stemmer = self._stemmer()
+        return stemmer.stemWords(raw) if stemmer is not None else raw
+
     def tokens(self, text: str) -> list[str]:
         """Index terms: tokens without stopwords, compounds followed by their parts, stemmed."""
         if len(text) <= CACHED_TEXT_CHARS:
@@ -161,7 +168,8 @@ class Analyzer:
     def synonyms(self) -> SynonymRules:
         """The language's query-side synonym rules (``analyzers/synonyms/<lang>.txt``), loaded once."""
         if self._synonyms is None:
-            self._synonyms = SynonymRules.load(analyzers_dir() / "synonyms" / f"{self.lang}.txt", self.tokens)
+            self._synonyms = SynonymRules.load(analyzers_dir() / "synonyms" / f"{self.lang}.txt", self.tokens,
+                                               analyze_words=self.word_stems)
         return self._synonyms
 
     @property
@@ -182,7 +190,7 @@ class Analyzer:
         weights: dict[str, float] = {}
         for tok in tokens:
             weights[tok] = weights.get(tok, 0.0) + 1.0
-        for tok, count in self.synonyms.expand(tokens).items():
+        for tok, count in self.synonyms.expand(tokens, self.word_stems(text)).items():
             weights[tok] = weights.get(tok, 0.0) + SYNONYM_WEIGHT * count
         return self.senses.reweigh(tokens, weights)
 

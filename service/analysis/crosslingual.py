@@ -39,7 +39,8 @@ def glossary(source: str, target: str) -> SynonymRules | None:
     path = analyzers_dir() / "glossary" / f"{source}-{target}.txt"
     if not path.is_file():
         return None
-    return SynonymRules.load(path, analyzer_for(source).tokens, analyzer_for(target).tokens)
+    return SynonymRules.load(path, analyzer_for(source).tokens, analyzer_for(target).tokens,
+                             analyzer_for(source).word_stems)
 
 
 def forget_glossaries() -> None:
@@ -86,7 +87,8 @@ def glossary_readings(query: str, languages: Sequence[str]) -> dict[str, float]:
         if into is None:
             continue
         target, rules = into
-        if next(rules.matches(analyzer_for(source).tokens(query)), None) is not None:
+        asked = analyzer_for(source)
+        if next(rules.matches(asked.tokens(query), asked.word_stems(query)), None) is not None:
             for term, weight in translated_weights(query, source, target, rules).items():
                 readings[term] = max(readings.get(term, 0.0), weight)
     return readings
@@ -114,9 +116,10 @@ def translated_weights(query: str, source: str, target: str, rules: SynonymRules
     """``query`` (in ``source``) as weighted ``target`` terms: each glossary translation weighs the number of
     words of the longest entry that gives it (once, however many entries do), the target's synonym
     expansions of them :data:`SYNONYM_WEIGHT`, and the question's own words :data:`UNTRANSLATED_WEIGHT`."""
-    tokens = analyzer_for(source).tokens(query)
+    asked = analyzer_for(source)
+    tokens = asked.tokens(query)
     translated: dict[str, float] = {}
-    for trigger, targets in rules.matches(tokens):
+    for trigger, targets in rules.matches(tokens, asked.word_stems(query)):
         for tok in targets:
             translated[tok] = max(translated.get(tok, 0.0), float(len(trigger)))
     weights: dict[str, float] = {}

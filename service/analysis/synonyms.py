@@ -20,56 +20,84 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class SynonymRules:
-    """Analysed rules: each trigger (a token sequence) maps to the tokens it adds."""
+    """Analysed rules: each trigger (a token sequence) maps to the tokens it adds.
+
+    ``phrases`` holds, rule by rule, the words of a trigger that analysis would shrink to one term (its
+    other words are stopwords: "non devo" is only *dev*, "does not work" only *work*), else ``None``.
+    Such a trigger fires only where the question has its words as written, stopwords included
+    (:meth:`matches`), so that "Cosa devo fare?" does not read as "non devo"."""
 
     rules: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]
+    phrases: tuple[tuple[str, ...] | None, ...] = ()
 
     @classmethod
     def parse(cls, lines: Iterable[str], analyze: Callable[[str], list[str]],
-              analyze_targets: Callable[[str], list[str]] | None = None) -> SynonymRules:
+              analyze_targets: Callable[[str], list[str]] | None = None,
+              analyze_words: Callable[[str], list[str]] | None = None) -> SynonymRules:
         """Read Solr-format lines (``a, b => c`` or ``a, b, c``), ignoring comments and blanks.
 
         ``analyze_targets`` analyses the right-hand side of ``=>`` rules when it is in another language
-        than the triggers (a bilingual glossary); by default both sides use ``analyze``."""
+        than the triggers (a bilingual glossary); by default both sides use ``analyze``.
+        ``analyze_words`` gives a text's words as :meth:`matches` compares phrases (stemmed, stopwords
+        kept); without it every trigger is matched by its analysed terms alone."""
         rules: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+        phrases: list[tuple[str, ...] | None] = []
+
+        def add(written: str, trigger: tuple[str, ...], targets: tuple[str, ...]) -> None:
+            rules.append((trigger, targets))
+            shrunk = analyze_words is not None and len(trigger) < 2 and len(written.split()) > 1
+            phrases.append(tuple(analyze_words(written)) if shrunk and analyze_words else None)
+
         for raw in lines:
             line = raw.split("#", 1)[0].strip()
             if not line:
                 continue
             if "=>" in line:
                 left, _, right = line.partition("=>")
-                triggers = [tuple(analyze(t)) for t in left.split(",")]
                 targets = _unique(tok for t in right.split(",") for tok in (analyze_targets or analyze)(t))
-                rules.extend((trig, targets) for trig in triggers if trig)
+                for written in left.split(","):
+                    trigger = tuple(analyze(written))
+                    if trigger:
+                        add(written, trigger, targets)
             else:
-                group = [tuple(analyze(t)) for t in line.split(",")]
-                for trig in group:
-                    if trig:
-                        rules.append((trig, _unique(tok for other in group if other != trig for tok in other)))
-        return cls(tuple(rules))
+                group = [(written, tuple(analyze(written))) for written in line.split(",")]
+                for written, trigger in group:
+                    if trigger:
+                        add(written, trigger, _unique(tok for _, other in group if other != trigger for tok in other))
+        return cls(tuple(rules), tuple(phrases) if any(p is not None for p in phrases) else ())
 
     @classmethod
     def load(cls, path: Path, analyze: Callable[[str], list[str]],
-             analyze_targets: Callable[[str], list[str]] | None = None) -> SynonymRules:
+             analyze_targets: Callable[[str], list[str]] | None = None,
+             analyze_words: Callable[[str], list[str]] | None = None) -> SynonymRules:
         if not path.is_file():
             return cls(())
-        return cls.parse(path.read_text(encoding="utf-8").splitlines(), analyze, analyze_targets)
+        return cls.parse(path.read_text(encoding="utf-8").splitlines(), analyze, analyze_targets, analyze_words)
 
-    def expand(self, tokens: list[str]) -> dict[str, int]:
-        """Tokens the rules add for a query (how often each is added); originals are not repeated."""
+    def expand(self, tokens: list[str], words: list[str] | None = None) -> dict[str, int]:
+        """Tokens the rules add for a query (how often each is added); originals are not repeated.
+        ``words``: the query's words for triggers matched as phrases (see :meth:`matches`)."""
         added: dict[str, int] = {}
         present = set(tokens)
-        for _trigger, targets in self.matches(tokens):
+        for _trigger, targets in self.matches(tokens, words):
             for tok in targets:
                 if tok not in present:
                     added[tok] = added.get(tok, 0) + 1
         return added
 
-    def matches(self, tokens: list[str]) -> Iterator[tuple[tuple[str, ...], tuple[str, ...]]]:
-        """The rules whose trigger occurs in ``tokens`` (as a contiguous sequence): (trigger, targets)."""
+    def matches(self, tokens: list[str], words: list[str] | None = None
+                ) -> Iterator[tuple[tuple[str, ...], tuple[str, ...]]]:
+        """The rules whose trigger occurs in ``tokens`` (as a contiguous sequence): (trigger, targets).
+
+        A trigger that analysis shrank to one term (``phrases``) must occur in ``words``, the query's
+        words stemmed with their stopwords (``Analyzer.word_stems``); without ``words`` it never fires."""
         present = set(tokens)
-        for trigger, targets in self.rules:
-            if set(trigger) <= present and contains(tokens, trigger):
+        for n, (trigger, targets) in enumerate(self.rules):
+            phrase = self.phrases[n] if self.phrases else None
+            if phrase is not None:
+                if words is not None and contains(words, phrase):
+                    yield trigger, targets
+            elif set(trigger) <= present and contains(tokens, trigger):
                 yield trigger, targets
 
 

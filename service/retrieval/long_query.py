@@ -130,7 +130,7 @@ class LongQuery:
             weights = {t: weights[t] for t in kept}
         for term, weight in _sublinear(Counter(analyzer.tokens(self.question))).items():
             weights[term] = weights.get(term, 0.0) + QUESTION_WEIGHT * weight
-        for term, count in analyzer.synonyms.expand(tokens).items():
+        for term, count in analyzer.synonyms.expand(tokens, analyzer.word_stems(self.text)).items():
             weights[term] = weights.get(term, 0.0) + SYNONYM_WEIGHT * (1.0 + math.log(max(1.0, count)))
         return analyzer.senses.reweigh(tokens, weights)
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+from collections import Counter
+from pathlib import Path
+
 import pytest
 
 from service.analysis.chain import SYNONYM_WEIGHT, analyzer_for
@@ -37,3 +41,40 @@ def test_query_weights_keep_the_users_words_at_full_weight() -> None:
     assert weights["mietzinsdepot"] == SYNONYM_WEIGHT
     chinese = analyzer_for("zh")
     assert chinese.query_weights("房东不退押金") == {t: 1.0 for t in chinese.tokens("房东不退押金")}
+
+
+def test_a_trigger_that_analysis_shrinks_to_one_term_fires_only_on_its_words_as_written() -> None:
+    italian = analyzer_for("it")
+    rules = SynonymRules.parse(["non devo, padrone di casa => opposizione"], italian.tokens,
+                               analyze_words=italian.word_stems)
+
+    def added(text: str) -> dict[str, int]:
+        return rules.expand(italian.tokens(text), italian.word_stems(text))
+
+    assert italian.tokens("non devo") == ["dev"]  # "non" is a stopword
+    assert added("Cosa devo fare?") == {}
+    assert added("Non devo niente a nessuno!") == {"opposizion": 1}
+    # without the question's words such a trigger never fires; one that keeps two terms matches as before
+    assert rules.expand(italian.tokens("Non devo niente")) == {}
+    assert added("Il padrone della casa") == {"opposizion": 1}
+
+
+def test_query_weights_read_multi_word_triggers_as_written() -> None:
+    assert "opposizion" not in analyzer_for("it").query_weights("Il locatore non mi restituisce la cauzione. "
+                                                                "Cosa devo fare?")
+    assert "opposizion" in analyzer_for("it").query_weights("Ho ricevuto un precetto esecutivo, ma non devo "
+                                                            "niente. Cosa faccio?")
+
+
+def test_the_lint_script_names_shrunk_triggers_dead_targets_and_common_triggers() -> None:
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("lint_synonyms", root / "scripts" / "lint_synonyms.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    frequencies = Counter({"garanz": 5, "dev": 900})
+    findings = script.lint("it", frequencies, common=100)
+    assert "it: trigger read as a phrase: non dev (its term: dev)" in findings
+    assert "it: target no document holds: locator" in findings
+    assert "it: target no document holds: garanz" not in findings
+    assert not any(line.endswith(": dev") for line in findings)  # a phrase trigger is no common trigger
