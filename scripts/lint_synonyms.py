@@ -63,7 +63,7 @@ def lint(lang: str, df: Counter[str], common: int) -> list[str]:
     for trigger, target_sets in sorted(owners.items()):
         if len(target_sets) > 1:
             lines.append(f"{lang}: one trigger in {len(target_sets)} rules: {' '.join(trigger)}")
-    return lines
+    return list(dict.fromkeys(lines))  # two spellings of one rule ("schuld, schulden") report once
 
 
 def main(argv: list[str] | None = None) -> int:

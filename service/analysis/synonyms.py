@@ -45,8 +45,10 @@ class SynonymRules:
 
         def add(written: str, trigger: tuple[str, ...], targets: tuple[str, ...]) -> None:
             rules.append((trigger, targets))
-            shrunk = analyze_words is not None and len(trigger) < 2 and len(written.split()) > 1
-            phrases.append(tuple(analyze_words(written)) if shrunk and analyze_words else None)
+            phrase = None
+            if analyze_words is not None and len(trigger) < 2 and len(written.split()) > 1:
+                phrase = tuple(analyze_words(written))
+            phrases.append(phrase)
 
         for raw in lines:
             line = raw.split("#", 1)[0].strip()
