@@ -72,9 +72,10 @@ def test_the_lint_script_names_shrunk_triggers_dead_targets_and_common_triggers(
     assert spec is not None and spec.loader is not None
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    frequencies = Counter({"garanz": 5, "dev": 900})
+    frequencies = Counter({"garanz": 5, "dev": 900, "cap": 500})
     findings = script.lint("it", frequencies, common=100)
     assert "it: trigger read as a phrase: non dev (its term: dev)" in findings
+    assert "it: trigger the statutes use in 500 documents: cap" in findings  # "capo" => datore di lavoro
     assert "it: target no document holds: locator" in findings
     assert "it: target no document holds: garanz" not in findings
     assert not any(line.endswith(": dev") for line in findings)  # a phrase trigger is no common trigger
