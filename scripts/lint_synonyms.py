@@ -28,8 +28,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from service.analysis.chain import analyzer_for, analyzers_dir
-from service.analysis.synonyms import SynonymRules
+from service.analysis.chain import analyzer_for
 from service.corpus.datasets import Dataset, load_corpus
 
 
@@ -45,15 +44,12 @@ def document_frequencies(data: Path, languages: list[str]) -> dict[str, Counter[
 
 def lint(lang: str, df: Counter[str], common: int) -> list[str]:
     """The findings for one language's synonym file, one line each."""
-    analyzer = analyzer_for(lang)
-    path = analyzers_dir() / "synonyms" / f"{lang}.txt"
-    rules = SynonymRules.load(path, analyzer.tokens, analyze_words=analyzer.word_stems)
+    rules = analyzer_for(lang).synonyms
     lines: list[str] = []
     for target in sorted({t for _, targets in rules.rules for t in targets if df[t] == 0}):
         lines.append(f"{lang}: target no document holds: {target}")
     owners: dict[tuple[str, ...], set[tuple[str, ...]]] = defaultdict(set)
-    for n, (trigger, targets) in enumerate(rules.rules):
-        phrase = rules.phrases[n] if rules.phrases else None
+    for (trigger, targets), phrase in zip(rules.rules, rules.phrases, strict=True):
         if phrase is not None:
             lines.append(f"{lang}: trigger read as a phrase: {' '.join(phrase)} (its term: {trigger[0]})")
         else:

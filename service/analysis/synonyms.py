@@ -23,7 +23,8 @@ class SynonymRules:
     """Analysed rules: each trigger (a token sequence) maps to the tokens it adds.
 
     ``phrases`` holds, rule by rule, the words of a trigger that analysis would shrink to one term (its
-    other words are stopwords: "non devo" is only *dev*, "does not work" only *work*), else ``None``.
+    other words are stopwords: "non devo" is only *dev*, "does not work" only *work*), else ``None``
+    (empty: no rule has one).
     Such a trigger fires only where the question has its words as written, stopwords included
     (:meth:`matches`), so that "Cosa devo fare?" does not read as "non devo"."""
 
@@ -66,7 +67,7 @@ class SynonymRules:
                 for written, trigger in group:
                     if trigger:
                         add(written, trigger, _unique(tok for _, other in group if other != trigger for tok in other))
-        return cls(tuple(rules), tuple(phrases) if any(p is not None for p in phrases) else ())
+        return cls(tuple(rules), tuple(phrases))
 
     @classmethod
     def load(cls, path: Path, analyze: Callable[[str], list[str]],
@@ -94,12 +95,10 @@ class SynonymRules:
         A trigger that analysis shrank to one term (``phrases``) must occur in ``words``, the query's
         words stemmed with their stopwords (``Analyzer.word_stems``); without ``words`` it never fires."""
         present = set(tokens)
-        for n, (trigger, targets) in enumerate(self.rules):
-            phrase = self.phrases[n] if self.phrases else None
-            if phrase is not None:
-                if words is not None and contains(words, phrase):
-                    yield trigger, targets
-            elif set(trigger) <= present and contains(tokens, trigger):
+        for (trigger, targets), phrase in zip(self.rules, self.phrases or [None] * len(self.rules), strict=True):
+            if not set(trigger) <= present:
+                continue
+            if contains(tokens, trigger) if phrase is None else words is not None and contains(words, phrase):
                 yield trigger, targets
 
 
