@@ -23,27 +23,32 @@ _MARKERS: dict[str, frozenset[str]] = {
         "der die das und ist nicht ich mein meine mit von zu den dem des ein eine einen einem wenn auf "
         "für sich auch wie aber oder wird werden kann muss hat habe haben bei nach vom zum zur über unter "
         "dass darf soll sind mir mich wir uns ihr sie es er gegen durch im als wer keine gilt gelten "
-        "dieser diese dieses beim noch nur"
+        "dieser diese dieses beim noch nur kein keinen keinem seit schon jetzt immer um aus ohne nichts etwas "
+        "meinem meinen meiner meines ihm ihn ihnen können müssen dürfen bin bist"
         .split()
     ),
     "en": frozenset(
         "the and is not of to my with from for on that this can must shall be by or if he she "
         "they we you it have has was were are what which who may does do did any when only would "
-        "been there their its his her at"
+        "been there their its his her at how should about after could your our them him than into out "
+        "get got want"
         .split()
     ),
     "fr": frozenset(
         "le la les et est pas je mon ma mes avec de des du un une pour sur que qui dans ce cette il elle "
         "nous vous ils au aux ou si peut doit sont ne être avoir par en sans chez comment quand quel quelle "
         "quels quelles où aussi très tout tous toute été fait mais leur leurs sa ses ai ont dont "
-        "lorsque selon après se à"
+        "lorsque selon après se à puis dois faire rien même encore déjà jamais chaque toujours notre votre "
+        "moi quoi combien depuis avant contre entre sous"
         .split()
     ),
     "it": frozenset(
         "il lo la gli le e è non io mio mia con di da del della dei delle un una per su che chi nel nella "
         "questo questa sono può deve essere avere ai agli al alla ho ha hanno mi ti ci si anche perché "
         "quando cosa quale quali più ma sa se sul sulla dal dalla degli "
-        "alle dalle dello ed od qualora chiunque ne"
+        "alle dalle dello ed od qualora chiunque ne posso puoi possono devo devi fare senza dopo ancora "
+        "ogni tutti tutto sempre dove quanto quanta quanti quante stato stata ciò oppure però niente nessuno "
+        "qualcuno suo sua miei mie nostro nostra loro fa"
         .split()
     ),
 }

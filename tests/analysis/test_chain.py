@@ -40,6 +40,9 @@ def test_detects_the_language(text: str, lang: str) -> None:
     ("Mio padre ha lasciato soltanto debiti. Posso rinunciare all'eredità?", "it"),
     ("Il Tribunale federale giudica i ricorsi in materia", "it"),  # "in" is no sign of English
     ("Wer gewerbsmässig Motorfahrzeuge an Selbstfahrer vermietet", "de"),  # nor is "an"
+    ("Posso fare testamento a mano, senza notaio?", "it"),  # no article or preposition, but "posso", "senza"
+    ("Recours contre un acte normatif", "fr"),  # "contre" is French only ("un" is French and Italian)
+    ("Gesuch um Zwangsmassnahmen", "de"),
 ])
 def test_french_italian_and_german_short_texts_are_told_apart(text: str, lang: str) -> None:
     assert detect_language(text) == lang
@@ -55,6 +58,7 @@ def test_elided_words_count_only_before_an_apostrophe() -> None:
     assert detected_language("Il locatore e il conduttore") == "it"
     assert detected_language("But", candidates=("de", "fr", "it", "en")) is None  # a French heading ("purpose")
     assert detected_language("C's credit against D", candidates=("de", "fr", "it")) is None  # a possessive
+    assert detected_language("Kapitel I Anwendungsbereich") is None  # a Roman one is neither "I" nor "i"
 
 
 def test_detection_respects_candidates_and_default() -> None:

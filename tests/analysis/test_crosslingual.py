@@ -97,3 +97,10 @@ def test_without_a_glossary_the_question_is_analysed_as_the_closest_index_langua
     finally:
         monkeypatch.undo()
         crosslingual.forget_glossaries()
+
+
+def test_the_glossary_reads_a_story_of_false_rumours_as_defamation() -> None:
+    weights = bm25_query_weights("A colleague tells everyone that I stole money, which is false.", SWISS)
+    german = analyzer_for("de")
+    assert weights[german.stem("Verleumdung")] >= 1.0
+    assert weights[german.stem("Nachrede")] >= 1.0

@@ -79,3 +79,28 @@ def test_the_lint_script_names_shrunk_triggers_dead_targets_and_common_triggers(
     assert "it: target no document holds: locator" in findings
     assert "it: target no document holds: garanz" not in findings
     assert not any(line.endswith(": dev") for line in findings)  # a phrase trigger is no common trigger
+
+
+@pytest.mark.parametrize("lang, question, statute_word", [
+    ("de", "In meiner Wohnung ist die Heizung seit Wochen ausgefallen.", "Mangel"),
+    ("de", "Ich habe die Rechnung schon bezahlt, trotzdem kam eine Betreibung.", "getilgt"),
+    ("fr", "Il y a de la moisissure dans ma chambre depuis l'hiver.", "défaut"),
+    ("fr", "Mon voisin fait la fête avec de la musique tous les soirs.", "excès"),
+    ("fr", "Je suis encore en période d'essai.", "temps"),
+    ("it", "Il datore di lavoro non mi versa lo stipendio.", "salario"),
+    ("it", "Un collega racconta a tutti che ho rubato.", "diffamazione"),
+    ("it", "Voglio scrivere il testamento a mano.", "olografo"),
+])
+def test_everyday_words_of_common_subjects_bring_the_statutes_word(lang: str, question: str,
+                                                                   statute_word: str) -> None:
+    analyzer = analyzer_for(lang)
+    stem = analyzer.stem(statute_word)
+    assert stem not in analyzer.tokens(question)
+    assert analyzer.query_weights(question)[stem] >= SYNONYM_WEIGHT
+
+
+def test_a_lay_word_that_stems_like_a_common_statute_word_is_no_trigger() -> None:
+    # Italian "paga" (pay) stems like "pagare", and French "punaises" (bedbugs) like "puni": as triggers they
+    # would fire on most questions about paying or punishment
+    assert "salar" not in analyzer_for("it").query_weights("Chi deve pagare le spese?")
+    assert analyzer_for("fr").stem("défaut") not in analyzer_for("fr").query_weights("Il sera puni d'une amende.")
