@@ -7,8 +7,12 @@ Solr synonym format: English words on the left, the words the statutes of the ot
 the right), the question's words are translated through it: each glossary entry that the question
 contains adds its target-language terms, analysed with the target language's chain, weighted by the
 number of words of the entry (a specific phrase such as "share of the inheritance" outweighs "share"),
-and the target language's own synonym rules then apply to them. The question's own words stay, at
-:data:`UNTRANSLATED_WEIGHT` (names, numbers and shared words such as "police" still match).
+and the target language's own synonym rules then apply to them. A word no glossary entry holds is
+looked up in the term translations learned from statutes published in both languages
+(``analyzers/glossary/<from>-<to>.learned.tsv``, :mod:`service.analysis.term_translations`): its
+translations join at their probability times :data:`LEARNED_TRANSLATION_WEIGHT` (*usufruct* brings
+*Nutzniessung*). The question's own words stay, at :data:`UNTRANSLATED_WEIGHT` (names, numbers and
+shared words such as "police" still match).
 
 Questions in a language the index holds are analysed as before (:meth:`Analyzer.query_weights`).
 
@@ -26,11 +30,14 @@ from functools import cache
 from service.analysis.chain import LANGUAGES, SYNONYM_WEIGHT, analyzer_for, analyzers_dir
 from service.analysis.language import WORD, detect_language, detected_language
 from service.analysis.synonyms import SynonymRules
+from service.analysis.term_translations import TermTranslations
 
 MIN_KNOWN_CHARS = 4
 """Shorter words are not looked up in the statutes' word list (it holds none)."""
 UNTRANSLATED_WEIGHT = 0.5
 """The weight of a question's own words when they are translated for the index (their translations weigh 1)."""
+LEARNED_TRANSLATION_WEIGHT = 2.0
+"""A learned translation of a word that no glossary entry holds weighs its probability times this."""
 
 
 @cache
@@ -43,9 +50,18 @@ def glossary(source: str, target: str) -> SynonymRules | None:
                              analyzer_for(source).word_stems)
 
 
+@cache
+def term_translations(source: str, target: str) -> TermTranslations | None:
+    """The learned ``source``-to-``target`` term translations (``analyzers/glossary/<source>-<target>.learned.tsv``),
+    or ``None``."""
+    path = analyzers_dir() / "glossary" / f"{source}-{target}.learned.tsv"
+    return TermTranslations.load(path) if path.is_file() else None
+
+
 def forget_glossaries() -> None:
     """Read the glossary files again on next use (after they changed)."""
     glossary.cache_clear()
+    term_translations.cache_clear()
 
 
 def bm25_query_weights(query: str, languages: Sequence[str], lang: str = "") -> dict[str, float]:
@@ -79,8 +95,9 @@ def bm25_query_weights(query: str, languages: Sequence[str], lang: str = "") -> 
 
 def glossary_readings(query: str, languages: Sequence[str]) -> dict[str, float]:
     """``query`` read in each language the index lacks and has a glossary from, as weighted terms of the
-    index's languages (:func:`translated_weights`); a reading counts only where a glossary entry matches.
-    Several readings merge by the larger weight of each term."""
+    index's languages (:func:`translated_weights`); a reading counts only where a glossary entry matches
+    or a learned translation exists for one of its terms (*usufruct*). Several readings merge by the larger
+    weight of each term."""
     readings: dict[str, float] = {}
     for source in sorted(glossary_sources(languages)):
         into = glossary_into(source, languages)
@@ -88,7 +105,10 @@ def glossary_readings(query: str, languages: Sequence[str]) -> dict[str, float]:
             continue
         target, rules = into
         asked = analyzer_for(source)
-        if next(rules.matches(asked.tokens(query), asked.word_stems(query)), None) is not None:
+        tokens = asked.tokens(query)
+        learned = term_translations(source, target)
+        if (next(rules.matches(tokens, asked.word_stems(query)), None) is not None
+                or (learned is not None and learned.translate(tokens))):
             for term, weight in translated_weights(query, source, target, rules).items():
                 readings[term] = max(readings.get(term, 0.0), weight)
     return readings
@@ -115,11 +135,15 @@ def _words(query: str) -> list[str]:
 def translated_weights(query: str, source: str, target: str, rules: SynonymRules) -> dict[str, float]:
     """``query`` (in ``source``) as weighted ``target`` terms: each glossary translation weighs the number of
     words of the longest entry that gives it (once, however many entries do), the target's synonym
-    expansions of them :data:`SYNONYM_WEIGHT`, and the question's own words :data:`UNTRANSLATED_WEIGHT`."""
+    expansions of them :data:`SYNONYM_WEIGHT`, the learned translations of the words no entry holds
+    their probability times :data:`LEARNED_TRANSLATION_WEIGHT`, and the question's own words
+    :data:`UNTRANSLATED_WEIGHT`."""
     asked = analyzer_for(source)
     tokens = asked.tokens(query)
     translated: dict[str, float] = {}
+    covered: set[str] = set()
     for trigger, targets in rules.matches(tokens, asked.word_stems(query)):
+        covered.update(trigger)
         for tok in targets:
             translated[tok] = max(translated.get(tok, 0.0), float(len(trigger)))
     weights: dict[str, float] = {}
@@ -127,6 +151,10 @@ def translated_weights(query: str, source: str, target: str, rules: SynonymRules
         weights[tok] = weights.get(tok, 0.0) + UNTRANSLATED_WEIGHT
     for tok, weight in translated.items():
         weights[tok] = weights.get(tok, 0.0) + weight
+    learned = term_translations(source, target)
+    if learned is not None and LEARNED_TRANSLATION_WEIGHT > 0:
+        for tok, probability in learned.translate(t for t in tokens if t not in covered).items():
+            weights[tok] = weights.get(tok, 0.0) + LEARNED_TRANSLATION_WEIGHT * probability
     target_terms = list(translated)
     for tok, count in analyzer_for(target).synonyms.expand(target_terms).items():
         weights[tok] = weights.get(tok, 0.0) + SYNONYM_WEIGHT * count

@@ -104,3 +104,38 @@ def test_the_glossary_reads_a_story_of_false_rumours_as_defamation() -> None:
     german = analyzer_for("de")
     assert weights[german.stem("Verleumdung")] >= 1.0
     assert weights[german.stem("Nachrede")] >= 1.0
+
+
+def test_words_no_glossary_entry_holds_take_their_learned_translations(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for item in analyzers_dir().rglob("*"):
+        if item.is_file() and not item.name.endswith(".learned.tsv"):
+            target = tmp_path / item.relative_to(analyzers_dir())
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(item.read_bytes())
+    (tmp_path / "glossary" / "en-de.learned.tsv").write_text(
+        "# test table\nusufruct\tnutzniess\t0.6\nlandlord\tmiet\t0.3\n", encoding="utf-8")
+    monkeypatch.setenv("LEXSEARCH_ANALYZERS_DIR", str(tmp_path))
+    crosslingual.forget_glossaries()
+    try:
+        weights = bm25_query_weights("My landlord claims a usufruct over the garden.", SWISS)
+        assert weights["nutzniess"] == pytest.approx(crosslingual.LEARNED_TRANSLATION_WEIGHT * 0.6)
+        assert weights["usufruct"] == UNTRANSLATED_WEIGHT
+        assert weights["vermiet"] == 1.0        # "landlord" is a glossary entry: its learned "miet" stays out
+        assert "miet" not in weights
+    finally:
+        monkeypatch.undo()
+        crosslingual.forget_glossaries()
+
+
+@pytest.mark.parametrize("question, german", [
+    ("Can the owner of the garden claim a usufruct?", "Nutzniessung"),
+    ("easement", "Dienstbarkeit"),                 # a term of art alone: no language shown
+    ("Does my lien on the car survive?", "Pfand"),
+])
+def test_terms_of_art_reach_the_german_articles_through_the_learned_translations(question: str,
+                                                                                  german: str) -> None:
+    assert crosslingual.term_translations("en", "de") is not None  # the shipped table
+    stem = analyzer_for("de").stem(german)
+    assert stem not in analyzer_for("en").tokens(question)
+    assert bm25_query_weights(question, SWISS).get(stem, 0.0) > UNTRANSLATED_WEIGHT
