@@ -90,6 +90,8 @@ def test_the_lint_script_names_shrunk_triggers_dead_targets_and_common_triggers(
     ("it", "Il datore di lavoro non mi versa lo stipendio.", "salario"),
     ("it", "Un collega racconta a tutti che ho rubato.", "diffamazione"),
     ("it", "Voglio scrivere il testamento a mano.", "olografo"),
+    ("it", "Mio marito non versa niente per i bambini.", "figli"),
+    ("de", "Wer bekommt nach der Trennung das Sorgerecht?", "Obhut"),
 ])
 def test_everyday_words_of_common_subjects_bring_the_statutes_word(lang: str, question: str,
                                                                    statute_word: str) -> None:
