@@ -19,27 +19,26 @@ IBM Model 1 is fitted on the pairs (:mod:`service.analysis.term_translations`).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
 
 from service.analysis.chain import analyzer_for, analyzers_dir
 from service.analysis.term_translations import learn_translations
+from service.corpus.datasets import LoadReport, read_jsonl
 
 GLUED_FOOTNOTE = re.compile(r"(?<=[^\W\d_])\d+")
 """A footnote number glued to the word before it ("Misdemeanour2743s") in the converted texts."""
 
 
 def read_articles(path: Path) -> dict[str, str]:
-    """id -> title and text of each article that is the only one with its id."""
-    articles: dict[str, str] = {}
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            doc = json.loads(line)
-            if doc.get("meta", {}).get("occurrence", 1) > 1:
-                continue
-            articles[doc["id"]] = GLUED_FOOTNOTE.sub("", f"{doc.get('title') or ''}\n{doc.get('text') or ''}")
+    """id -> title and text of each article that is the only one with its id (bad lines are skipped, and
+    reported on stderr)."""
+    report = LoadReport()
+    articles = {doc.id: GLUED_FOOTNOTE.sub("", f"{doc.title or ''}\n{doc.text or ''}")
+                for doc in read_jsonl(path, report) if doc.meta.get("occurrence", 1) <= 1}
+    for problem in report.problems:
+        print(f"skipped {problem}", file=sys.stderr)
     return articles
 
 

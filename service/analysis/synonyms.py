@@ -23,13 +23,12 @@ class SynonymRules:
     """Analysed rules: each trigger (a token sequence) maps to the tokens it adds.
 
     ``phrases`` holds, rule by rule, the words of a trigger that analysis would shrink to one term (its
-    other words are stopwords: "non devo" is only *dev*, "does not work" only *work*), else ``None``
-    (empty: no rule has one).
+    other words are stopwords: "non devo" is only *dev*, "does not work" only *work*), else ``None``.
     Such a trigger fires only where the question has its words as written, stopwords included
     (:meth:`matches`), so that "Cosa devo fare?" does not read as "non devo"."""
 
     rules: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]
-    phrases: tuple[tuple[str, ...] | None, ...] = ()
+    phrases: tuple[tuple[str, ...] | None, ...]
 
     @classmethod
     def parse(cls, lines: Iterable[str], analyze: Callable[[str], list[str]],
@@ -74,7 +73,7 @@ class SynonymRules:
              analyze_targets: Callable[[str], list[str]] | None = None,
              analyze_words: Callable[[str], list[str]] | None = None) -> SynonymRules:
         if not path.is_file():
-            return cls(())
+            return cls((), ())
         return cls.parse(path.read_text(encoding="utf-8").splitlines(), analyze, analyze_targets, analyze_words)
 
     def expand(self, tokens: list[str], words: list[str] | None = None) -> dict[str, int]:
@@ -95,7 +94,7 @@ class SynonymRules:
         A trigger that analysis shrank to one term (``phrases``) must occur in ``words``, the query's
         words stemmed with their stopwords (``Analyzer.word_stems``); without ``words`` it never fires."""
         present = set(tokens)
-        for (trigger, targets), phrase in zip(self.rules, self.phrases or [None] * len(self.rules), strict=True):
+        for (trigger, targets), phrase in zip(self.rules, self.phrases, strict=True):
             if not set(trigger) <= present:
                 continue
             if contains(tokens, trigger) if phrase is None else words is not None and contains(words, phrase):

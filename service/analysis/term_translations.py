@@ -98,7 +98,7 @@ def learn_translations(pairs: Sequence[tuple[Sequence[str], Sequence[str]]], *, 
     target_id = {t: i for i, t in enumerate(targets)}
     width = len(targets)
     cells: list[np.ndarray] = []
-    shapes: list[tuple[np.ndarray, np.ndarray]] = []
+    counts: list[tuple[np.ndarray, np.ndarray]] = []
     for source_terms, target_terms in pairs:
         s_counts = Counter(t for t in source_terms if t in source_id)
         t_counts = Counter(t for t in target_terms if t in target_id)
@@ -107,7 +107,7 @@ def learn_translations(pairs: Sequence[tuple[Sequence[str], Sequence[str]]], *, 
         s_ids = np.array([0] + [source_id[t] for t in s_counts], dtype=np.int64)
         t_ids = np.array([target_id[t] for t in t_counts], dtype=np.int64)
         cells.append((s_ids[:, None] * width + t_ids[None, :]).ravel())
-        shapes.append((np.array([1.0, *s_counts.values()]), np.array([float(c) for c in t_counts.values()])))
+        counts.append((np.array([1.0, *s_counts.values()]), np.array([float(c) for c in t_counts.values()])))
     if not cells:
         return TermTranslations()
     keys = np.unique(np.concatenate(cells))
@@ -116,9 +116,9 @@ def learn_translations(pairs: Sequence[tuple[Sequence[str], Sequence[str]]], *, 
     prob = 1.0 / np.bincount(rows, minlength=len(sources))[rows]
     for round_number in range(1, iterations + 1):
         expected = np.zeros(len(keys))
-        for cell, (s_counts_arr, t_counts_arr) in zip(positions, shapes, strict=True):
-            joint = prob[cell].reshape(len(s_counts_arr), len(t_counts_arr)) * s_counts_arr[:, None]
-            expected[cell] += (joint / joint.sum(axis=0, keepdims=True) * t_counts_arr[None, :]).ravel()
+        for cell, (source_counts, target_counts) in zip(positions, counts, strict=True):
+            joint = prob[cell].reshape(len(source_counts), len(target_counts)) * source_counts[:, None]
+            expected[cell] += (joint / joint.sum(axis=0, keepdims=True) * target_counts[None, :]).ravel()
         totals = np.bincount(rows, weights=expected, minlength=len(sources))
         prob = expected / np.maximum(totals[rows], 1e-12)
         if progress is not None:
