@@ -4,7 +4,7 @@
 Usage::
 
     python scripts/bench_lay.py [--data examples/swiss-excerpt]
-        [--splits demo,lay-tune,lay-check,senses,topics-tune,topics-check]
+        [--splits demo,lay-tune,lay-check,senses,topics-tune,topics-check,cases-tune,cases-check]
         [--pipelines bm25,dense,hybrid,routed] [--set section.key=value ...] [--ranks] [--json OUT]
 
 Indexes the excerpt with the current settings (once; cached by corpus and configuration), asks every
@@ -29,6 +29,9 @@ from service.evaluation import metrics
 from service.evaluation.dataset_index import ensure_dataset_index
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
+
+SPLITS = "demo,lay-tune,lay-check,senses,topics-tune,topics-check,cases-tune,cases-check"
+"""Every question set of the demo excerpt (docs/SWISS.md, "Lay questions")."""
 
 
 def first_rank(ranked: list[str], relevant: set[str]) -> int | None:
@@ -60,7 +63,7 @@ def parse_overrides(pairs: list[str]) -> dict[str, dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="examples/swiss-excerpt")
-    parser.add_argument("--splits", default="demo,lay-tune,lay-check,senses,topics-tune,topics-check")
+    parser.add_argument("--splits", default=SPLITS)
     parser.add_argument("--pipelines", default="bm25,dense,hybrid,routed")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
     parser.add_argument("--ranks", action="store_true")
