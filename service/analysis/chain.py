@@ -45,6 +45,12 @@ CACHED_TEXTS = 512
 """How many recent short texts keep their terms, per language."""
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _HAS_WORD_CHAR = re.compile(r"[^\W_]", re.UNICODE)
+_LATIN_END = 0x250
+"""Code points below this are Latin letters (Basic Latin to Latin Extended-B), the scripts whose lone letters
+are labels rather than words."""
+ONE_LETTER_WORDS: dict[str, frozenset[str]] = {"fr": frozenset({"a"})}
+"""Lone letters that are words of a language and no stopword: French *a* (has). Italian *a, e, o* and
+English *a, i* are stopwords already."""
 _JIEBA_LOCK = threading.Lock()
 _ANALYZERS: weakref.WeakSet[Analyzer] = weakref.WeakSet()
 """Every analyzer built, so :func:`forget_cached_terms` can reach their caches."""
@@ -154,6 +160,16 @@ class Analyzer:
     def _tokens_of_short_text(self, text: str) -> tuple[str, ...]:
         return tuple(self.terms(self.raw_tokens(text)))
 
+    def query_tokens(self, text: str) -> list[str]:
+        """The :meth:`tokens` of a question, without lone Latin letters (:func:`is_label_letter`).
+
+        Case facts name their parties by letters ("K kauft von V"), and those letters, repeated in every
+        sentence, became the question's heaviest BM25 terms, matching the lettered items of statutes
+        ("k. ...") instead of anything the question is about. Documents keep their letters; a
+        question's are never searched."""
+        words = ONE_LETTER_WORDS.get(self.lang, frozenset())
+        return [t for t in self.tokens(text) if t in words or not is_label_letter(t)]
+
     def terms(self, raw: Sequence[str]) -> list[str]:
         """The index terms of already :meth:`raw_tokens`-split text (see :meth:`tokens`)."""
         toks = [t for t in raw if t not in self.spec.stopwords]
@@ -186,7 +202,7 @@ class Analyzer:
 
         Every backend turns a text query into these weights, so they all score alike.
         """
-        tokens = self.tokens(text)
+        tokens = self.query_tokens(text)
         weights: dict[str, float] = {}
         for tok in tokens:
             weights[tok] = weights.get(tok, 0.0) + 1.0
@@ -204,6 +220,12 @@ class Analyzer:
         """The index form of one word (lowercased, stemmed)."""
         toks = self.tokens(word)
         return toks[0] if toks else ""
+
+
+def is_label_letter(term: str) -> bool:
+    """Whether ``term`` is one Latin letter: a party's name in case facts ("A", "K") or an item label of a
+    statute ("lit. a"). One Chinese character stays a word."""
+    return len(term) == 1 and term.isalpha() and ord(term) < _LATIN_END
 
 
 def forget_cached_terms() -> None:

@@ -24,7 +24,8 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from functools import cache
 
 from service.analysis.chain import LANGUAGES, SYNONYM_WEIGHT, analyzer_for, analyzers_dir
@@ -133,29 +134,52 @@ def _words(query: str) -> list[str]:
 
 
 def translated_weights(query: str, source: str, target: str, rules: SynonymRules) -> dict[str, float]:
-    """``query`` (in ``source``) as weighted ``target`` terms: each glossary translation weighs the number of
-    words of the longest entry that gives it (once, however many entries do), the target's synonym
-    expansions of them :data:`SYNONYM_WEIGHT`, the learned translations of the words no entry holds
-    their probability times :data:`LEARNED_TRANSLATION_WEIGHT`, and the question's own words
-    :data:`UNTRANSLATED_WEIGHT`."""
+    """``query`` (in ``source``) as weighted ``target`` terms: :func:`translate_term_weights` of its terms,
+    each weighing its count."""
     asked = analyzer_for(source)
-    tokens = asked.tokens(query)
+    tokens = asked.query_tokens(query)
+    counts = {tok: float(n) for tok, n in Counter(tokens).items()}
+    return translate_term_weights(counts, tokens, asked.word_stems(query), target, rules,
+                                  learned=term_translations(source, target))
+
+
+def translate_term_weights(weights: Mapping[str, float], tokens: list[str], words: list[str], target: str,
+                           rules: SynonymRules, *, learned: TermTranslations | None = None,
+                           synonym_weight: float = SYNONYM_WEIGHT) -> dict[str, float]:
+    """Weighted terms of a question in another language as weighted ``target`` terms.
+
+    Args:
+        weights: the question's analysed terms and their weights (a short question: each term's count;
+            a long one: :meth:`~service.retrieval.long_query.LongQuery.term_weights`).
+        tokens, words: the question's terms in order and its words stemmed with their stopwords, where
+            the glossary's entries are matched (:meth:`SynonymRules.matches`).
+        target: the index language the glossary ``rules`` lead into.
+        learned: the learned term translations from the question's language into ``target``.
+        synonym_weight: the weight of a synonym expansion of a translation (in ``target``).
+
+    Each glossary translation weighs the number of words of the longest entry that gives it (once, however
+    many entries do) times the largest weight of that entry's terms; the target's synonym expansions of the
+    translations ``synonym_weight``; the learned translations of the terms no entry holds their probability
+    times :data:`LEARNED_TRANSLATION_WEIGHT` times the term's weight; and the question's own terms
+    :data:`UNTRANSLATED_WEIGHT` of theirs."""
     translated: dict[str, float] = {}
     covered: set[str] = set()
-    for trigger, targets in rules.matches(tokens, asked.word_stems(query)):
+    for trigger, targets in rules.matches(tokens, words):
         covered.update(trigger)
+        strength = len(trigger) * max(weights.get(tok, 1.0) for tok in trigger)
         for tok in targets:
-            translated[tok] = max(translated.get(tok, 0.0), float(len(trigger)))
-    weights: dict[str, float] = {}
-    for tok in tokens:
-        weights[tok] = weights.get(tok, 0.0) + UNTRANSLATED_WEIGHT
+            translated[tok] = max(translated.get(tok, 0.0), strength)
+    out = {tok: UNTRANSLATED_WEIGHT * weight for tok, weight in weights.items()}
     for tok, weight in translated.items():
-        weights[tok] = weights.get(tok, 0.0) + weight
-    learned = term_translations(source, target)
+        out[tok] = out.get(tok, 0.0) + weight
     if learned is not None and LEARNED_TRANSLATION_WEIGHT > 0:
-        for tok, probability in learned.translate(t for t in tokens if t not in covered).items():
-            weights[tok] = weights.get(tok, 0.0) + LEARNED_TRANSLATION_WEIGHT * probability
-    target_terms = list(translated)
-    for tok, count in analyzer_for(target).synonyms.expand(target_terms).items():
-        weights[tok] = weights.get(tok, 0.0) + SYNONYM_WEIGHT * count
-    return weights
+        found: dict[str, float] = {}
+        for tok, weight in weights.items():
+            if tok not in covered:
+                for target_term, probability in learned.translate([tok]).items():
+                    found[target_term] = max(found.get(target_term, 0.0), probability * weight)
+        for tok, weight in found.items():
+            out[tok] = out.get(tok, 0.0) + LEARNED_TRANSLATION_WEIGHT * weight
+    for tok, count in analyzer_for(target).synonyms.expand(list(translated)).items():
+        out[tok] = out.get(tok, 0.0) + synonym_weight * count
+    return out

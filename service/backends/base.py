@@ -102,6 +102,11 @@ class SearchBackend(Protocol):
     def doc_freqs(self, name: str, terms: Sequence[str]) -> dict[str, int]:
         """How many documents hold each analysed term of the body field (long-question term selection)."""
 
+    def query_languages(self, name: str) -> tuple[str, ...]:
+        """The languages a question's BM25 terms are analysed in for this index (its documents' languages,
+        else its declared one; :func:`~service.analysis.crosslingual.bm25_query_weights` reads the first as
+        the main one)."""
+
     def delete(self, name: str, ids: Sequence[str]) -> int:
         """Remove documents by id from every retriever; returns how many existed."""
 

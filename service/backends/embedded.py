@@ -481,6 +481,10 @@ class EmbeddedIndex:
         manifest = snap.manifest
         return tuple(manifest.get("languages") or ()) or (manifest.get("language") or "en",)
 
+    def query_languages(self) -> tuple[str, ...]:
+        """The languages a question's BM25 terms are analysed in (see :meth:`SearchBackend.query_languages`)."""
+        return self._languages(self.snapshot())
+
     def bm25(self, query: str, *, k: int, filters: Filters | None = None, lang: str = "") -> list[Hit]:
         snap = self.snapshot()
         weights = bm25_query_weights(query, self._languages(snap), lang)
@@ -967,6 +971,9 @@ class EmbeddedBackend:
 
     def doc_freqs(self, name: str, terms: Sequence[str]) -> dict[str, int]:
         return self._existing(name).doc_freqs(terms)
+
+    def query_languages(self, name: str) -> tuple[str, ...]:
+        return self._existing(name).query_languages()
 
     def stats(self, name: str) -> IndexStats:
         return self._existing(name).stats()

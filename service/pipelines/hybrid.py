@@ -178,7 +178,7 @@ class HybridPipeline:
         def idf(terms: list[str]) -> dict[str, float]:
             return bm25_idf(self.backend.doc_freqs(index, terms), self.backend.count(index))
 
-        return long.term_weights(lang or detect_language(long.text), idf)
+        return long.term_weights(lang or detect_language(long.text), idf, self.backend.query_languages(index))
 
     def fuse(self, probe: Probe) -> list[Hit]:
         """One ranking from the probe, by the configured fusion."""

@@ -45,6 +45,7 @@ from typing import Protocol
 import numpy as np
 
 from service.analysis.chain import analyzer_for
+from service.analysis.crosslingual import glossary_into, term_translations, translate_term_weights
 
 QUESTION_CHARS = 400
 """Longest question proper: trailing sentences are added while they fit (the last one always)."""
@@ -112,27 +113,37 @@ class LongQuery:
     question: str
     passages: tuple[str, ...]
 
-    def term_weights(self, lang: str,
-                     idf: Callable[[list[str]], Mapping[str, float]] | None = None) -> dict[str, float]:
+    def term_weights(self, lang: str, idf: Callable[[list[str]], Mapping[str, float]] | None = None,
+                     languages: Sequence[str] = ()) -> dict[str, float]:
         """BM25 weights of the analysed terms (see the module docstring).
 
         Args:
-            lang: the analysis chain's language.
+            lang: the analysis chain's language (the input's).
             idf: the index's idf of terms (asked only when the input has more than :data:`MAX_TERMS`
                 terms); without it the terms kept are the most frequent ones.
+            languages: the index's languages (``SearchBackend.query_languages``). When they lack ``lang`` and a
+                glossary leads from it into one of them, the weights are translated as a short question's
+                terms are (:func:`~service.analysis.crosslingual.translate_term_weights`): an English case
+                file finds the German statutes' words.
         """
         analyzer = analyzer_for(lang)
-        tokens = analyzer.tokens(self.text)
+        tokens = analyzer.query_tokens(self.text)
         weights = _sublinear(Counter(tokens))
         if len(weights) > MAX_TERMS:
             idfs = idf(sorted(weights)) if idf is not None else {}
             kept = sorted(weights, key=lambda t: (-weights[t] * idfs.get(t, 1.0), t))[:MAX_TERMS]
             weights = {t: weights[t] for t in kept}
-        for term, weight in _sublinear(Counter(analyzer.tokens(self.question))).items():
+        for term, weight in _sublinear(Counter(analyzer.query_tokens(self.question))).items():
             weights[term] = weights.get(term, 0.0) + QUESTION_WEIGHT * weight
         for term, count in analyzer.synonyms.expand(tokens, analyzer.word_stems(self.text)).items():
             weights[term] = weights.get(term, 0.0) + SYNONYM_WEIGHT * (1.0 + math.log(max(1.0, count)))
-        return analyzer.senses.reweigh(tokens, weights)
+        weights = analyzer.senses.reweigh(tokens, weights)
+        into = glossary_into(lang, languages) if languages and lang not in languages else None
+        if into is None:
+            return weights
+        target, rules = into
+        return translate_term_weights(weights, tokens, analyzer.word_stems(self.text), target, rules,
+                                      learned=term_translations(lang, target), synonym_weight=SYNONYM_WEIGHT)
 
     def vector(self, embedder: QueryEmbedder, question_share: float = QUESTION_VECTOR_SHARE) -> np.ndarray:
         """One query vector: the mean passage vector, mixed with the question's own vector by

@@ -13,6 +13,7 @@ from service.analysis.chain import (
     analyzer_for,
     analyzers_dir,
     forget_cached_terms,
+    is_label_letter,
 )
 from service.analysis.language import detect_language, detected_language, question_language
 
@@ -117,6 +118,18 @@ def test_inflected_forms_meet(lang: str, a: str, b: str) -> None:
 def test_article_numbers_survive() -> None:
     assert "257e" in analyze("Art. 257e OR", "de")
     assert "573b" in analyze("§ 573b BGB", "de")
+
+
+def test_a_questions_lone_latin_letters_are_not_searched() -> None:
+    german = analyzer_for("de")
+    assert german.query_tokens("K kauft von V ein Auto, lit. b") == ["kauft", "auto", "lit"]
+    # documents keep them
+    assert german.tokens("K kauft von V ein Auto, lit. b") == ["k", "kauft", "v", "auto", "lit", "b"]
+    assert "k" not in german.query_weights("K kauft von V ein Auto. V verlangt von K den Preis.")
+    assert analyzer_for("fr").query_tokens("K a vendu à B") == ["a", "vendu"]  # French "a" (has) is a word
+    assert "7" in german.query_tokens("Art. 7 ZGB")       # a digit is not a letter
+    assert is_label_letter("k") and is_label_letter("é") and not is_label_letter("7")
+    assert not is_label_letter("法")                       # one Chinese character is a word
 
 
 def test_unknown_language_gets_a_plain_chain() -> None:

@@ -8,7 +8,12 @@ import pytest
 
 from service.analysis import crosslingual
 from service.analysis.chain import SYNONYM_WEIGHT, analyzer_for, analyzers_dir
-from service.analysis.crosslingual import UNTRANSLATED_WEIGHT, bm25_query_weights, translated_weights
+from service.analysis.crosslingual import (
+    UNTRANSLATED_WEIGHT,
+    bm25_query_weights,
+    translate_term_weights,
+    translated_weights,
+)
 from service.analysis.synonyms import SynonymRules
 
 pytestmark = pytest.mark.unit
@@ -82,6 +87,22 @@ def test_longer_glossary_phrases_weigh_more_and_target_synonyms_apply() -> None:
     assert weights["teil"] == 2.0                     # the longest rule that gives a term decides
     assert weights["kaution"] == 1.0
     assert weights["mietzinsdepot"] == SYNONYM_WEIGHT  # German synonym rule of the translation
+
+
+def test_translations_weigh_as_much_as_the_terms_they_translate() -> None:
+    rules = _glossary("share of the inheritance => Pflichtteil", "deposit => Kaution")
+    english = analyzer_for("en")
+    text = "my share of the inheritance and my deposit"
+    tokens = english.query_tokens(text)
+    weights = {tok: 1.0 for tok in tokens} | {"deposit": 3.0}
+    out = translate_term_weights(weights, tokens, english.word_stems(text), "de", rules)
+    assert out["kaution"] == 3.0                     # one word, weighing 3
+    assert out["pflichtteil"] == 2.0                 # two terms ("share", "inherit"), each weighing 1
+    assert out["deposit"] == UNTRANSLATED_WEIGHT * 3.0
+    # a short question's terms weigh their counts
+    assert translated_weights(text, "en", "de", rules) == translate_term_weights(
+        {tok: 1.0 for tok in tokens}, tokens, english.word_stems(text), "de", rules,
+        learned=crosslingual.term_translations("en", "de"))
 
 
 def test_without_a_glossary_the_question_is_analysed_as_the_closest_index_language(

@@ -232,6 +232,13 @@ class BackendConformance:
         assert counts["kaution"] >= 2 and counts["zzzunknown"] == 0
         assert backend.doc_freqs(name, []) == {}
 
+    def test_query_languages_are_the_documents_languages(self, ctx, mini_embedded) -> None:
+        backend, name, docs, _ = ctx
+        reference, ref_name = mini_embedded
+        languages = backend.query_languages(name)
+        assert set(languages) == {d.lang for d in docs}
+        assert languages == reference.query_languages(ref_name)
+
     def test_bulk_writes_every_chunk_and_a_later_chunk_wins(self, ctx) -> None:
         backend, name, docs, embedder = ctx
         doc = next(d for d in docs if d.id == "SR220_Art60_de")
@@ -290,6 +297,26 @@ class WorkConformance:
             assert expected in [h.doc_id for h in knn[:3]], (question, [h.doc_id for h in knn])
             # k works come back although each has three versions among the 66 documents
             assert len(knn) == 10
+
+    def test_a_long_english_question_searches_with_the_statutes_words(self, works_index, use_embedder) -> None:
+        """A case told in English, longer than ``retrieval.long_query_chars``: its BM25 terms are translated
+        into the index's languages, as a short English question's are."""
+        from service.config import load_settings
+        from service.pipelines.base import SearchRequest
+        from service.pipelines.build import Runtime
+
+        backend, name = works_index
+        assert set(backend.query_languages(name)) == {"de", "fr", "it"}
+        case = ("K rented a flat from V in Bern for six years and paid three months' rent as a deposit when the "
+                "lease began. In March K moved out and handed back the flat, clean and without any damage. "
+                "V inspected the rooms with K and signed the handover report without any complaint. Since then "
+                "K has asked V several times, by letter and by email, to release the deposit, and V has not "
+                "answered. Six months have passed. K needs the money for the deposit of the new flat. "
+                "My landlord keeps my deposit: what can I do to get it back?")
+        runtime = Runtime(load_settings(environ={}), backend=backend, embedder=use_embedder)
+        assert len(case) > runtime.settings.retrieval.long_query_chars
+        hits = runtime.pipeline("bm25").run(SearchRequest(query=case, index=name, k=3, lang="en")).hits
+        assert "OR-art257e-de" in [h.doc_id for h in hits], [h.doc_id for h in hits]
 
     def test_a_work_scores_as_its_best_matching_version(self, works_index, trilingual_docs, use_embedder) -> None:
         backend, name = works_index

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from service.analysis import crosslingual
 from service.analysis.chain import analyzer_for
 from service.retrieval import long_query
 from service.retrieval.long_query import bm25_idf, passages_of, question_of, read_long_query, sentences
@@ -65,7 +66,28 @@ def test_term_weights_are_capped_by_tf_idf_but_keep_the_question(monkeypatch: py
     weights = long.term_weights("en", lambda terms: {t: rare.get(t, 0.1) for t in terms})
     facts = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta"}
     assert {t for t in weights if t in facts} == {"alpha", "zeta", "gamma"}
-    assert all(t in weights for t in analyzer_for("en").tokens(QUESTION))
+    assert all(t in weights for t in analyzer_for("en").query_tokens(QUESTION))
+
+
+def test_term_weights_leave_out_the_parties_letters() -> None:
+    long = read_long_query("A verkauft B ein Auto. B zahlt A nicht. " * 10 + FILLER + QUESTION)
+    weights = long.term_weights("de")
+    assert "a" not in weights and "b" not in weights
+    assert analyzer_for("de").stem("Auto") in weights
+
+
+def test_term_weights_of_a_question_in_a_language_the_index_lacks_are_translated() -> None:
+    case = ("K rented a flat from V for six years and paid a deposit. " * 6
+            + "My landlord keeps my deposit: what can I do?")
+    long = read_long_query(case)
+    english = long.term_weights("en")
+    translated = long.term_weights("en", None, ("de", "fr", "it"))
+    german = analyzer_for("de").stem
+    assert german("Vermieter") in translated and german("Vermieter") not in english
+    # the English words stay at half their weight (names and shared words still match)
+    assert translated["deposit"] == pytest.approx(crosslingual.UNTRANSLATED_WEIGHT * english["deposit"])
+    # a language the index holds is not translated
+    assert long.term_weights("en", None, ("en", "de")) == english
 
 
 def test_bm25_idf_matches_the_formula() -> None:

@@ -424,6 +424,11 @@ class EngineBackend:
         buckets = response["aggregations"]["df"]["buckets"]
         return {term: int(buckets[term]["doc_count"]) for term in terms if term in buckets}
 
+    def query_languages(self, name: str) -> tuple[str, ...]:
+        """The languages a question's BM25 terms are analysed in (the catalog's, cached for a minute)."""
+        check_name(name)
+        return self.catalog.query_languages(name)
+
     def law_names(self, name: str) -> tuple[str, ...]:
         """The distinct law names, read a page at a time (``()`` when the index maps no law field)."""
         return self._field_values(name, "law")
