@@ -29,7 +29,8 @@ Without a topic model, a short question in a Latin-script language that tells at
 for months. My employer fired me while I was ill. What can I do?") is cut at its statements as well
 (:data:`UNTRAINED_STATEMENT_LANGUAGES`, at most :data:`UNTRAINED_STATEMENT_UNITS` units). The terms
 the statements share stand in for the topic (:func:`shared_terms`): neighbours that name the same
-thing ("Ich habe ein Auto gekauft. Das Auto ...") are one matter, the others are cut apart
+thing ("Ich habe ein Auto gekauft. Das Auto ...") or the same party ("X ... Le détective D ... X pousse D")
+are one matter, the others are cut apart
 (:data:`UNTRAINED_STATEMENT_TOPIC`), and a statement shorter than :data:`UNTRAINED_STATEMENT_CHARS`
 joins a neighbour. In English, French and Italian, a statement is also cut where "and" starts a new
 clause (:func:`clauses_of`), so that two matters told in one sentence count as two statements ("My
@@ -132,6 +133,9 @@ UNTRAINED_STATEMENT_UNITS = 6
 six; a longer text that asks once tells one matter at length (GerLayQA's questions have 11 units at the
 median, and German lay questions tell one problem over many sentences)."""
 
+CAPITAL_WORDS = {"en": "AI", "fr": "AY", "it": "AEIO"}
+"""Capital letters that are words of a language where they stand alone (English "A" and "I", Italian "E"
+at a sentence's start), so they name no party (:func:`party_letters`)."""
 UNTRAINED_CLAUSE_JOINS = {"en": ("and",), "fr": ("et",), "it": ("e", "ed")}
 """Per language, the words that join two clauses. Without a topic model, a short question that tells two
 matters in one sentence ("My landlord won't return my deposit and my employer fired me. What can I do?")
@@ -166,6 +170,7 @@ _QUESTION_ZH = re.compile(
     r"[？?]|吗|么|什么|怎么|怎样|如何|能否|可否|是否|哪|谁|多少|多久|多长|几[个年天月次]|为何|为什么|有没有|能不能|"
     r"可不可以|要不要|该不该|会不会|有哪些|区别")
 _QUESTION_LATIN = re.compile(r"\?")
+_PARTY = re.compile(r"(?<![\w'’-])([A-Z])(?![\w'’-])")
 _CLAUSE_JOIN = {lang: re.compile(r",?\s+(?:" + "|".join(words) + r")\s+(?=\S)")
                 for lang, words in UNTRAINED_CLAUSE_JOINS.items()}
 
@@ -394,18 +399,33 @@ def shared_terms(text: str, language: str) -> Topic:
     """The topic of a span of ``text`` without a model: the counts of its analysed terms over the terms of
     the whole text, so that two spans are alike as far as they share terms. ``language`` is the one the
     text shows (:func:`segment_issues` passes it): the agents read an English question on a German index
-    as German, and German analysis would keep its "my" as a term that every statement shares."""
+    as German, and German analysis would keep its "my" as a term that every statement shares.
+
+    The parties a span names by a capital letter count as terms too (:func:`party_letters`): the facts of
+    one case name the same parties from sentence to sentence, and analysis may drop the letters (French
+    *d'*, *l'* make "D" and "L" stopwords)."""
     analyzer = analyzer_for(language)
-    slots = {term: n for n, term in enumerate(dict.fromkeys(analyzer.tokens(text)))}
+
+    def terms(span: str) -> list[str]:
+        return analyzer.query_tokens(span) + party_letters(span, language)
+
+    slots = {term: n for n, term in enumerate(dict.fromkeys(terms(text)))}
 
     def topic(span: str) -> np.ndarray:
         counts = np.zeros(max(1, len(slots)))
-        for term in analyzer.tokens(span):
+        for term in terms(span):
             if term in slots:
                 counts[slots[term]] += 1.0
         return counts
 
     return topic
+
+
+def party_letters(text: str, language: str) -> list[str]:
+    """The parties ``text`` names by a capital letter ("K kauft von V": ``['party:K', 'party:V']``), leaving
+    out the capitals that are words of ``language`` (:data:`CAPITAL_WORDS`: English "A", "I")."""
+    words = CAPITAL_WORDS.get(language, "")
+    return [f"party:{letter}" for letter in _PARTY.findall(text) if letter not in words]
 
 
 def topic_of(classifier: Any, language: str) -> Topic | None:

@@ -15,6 +15,7 @@ from service.agents.issues import (
     UNTRAINED_STATEMENT_UNITS,
     IssueCounter,
     asks,
+    party_letters,
     segment_issues,
     shared_terms,
     topic_of,
@@ -179,6 +180,18 @@ def test_without_a_topic_model_a_short_told_then_asked_question_is_cut_where_its
     assert len(segment_issues(one, "de")) == 1
     # a statement too short to search alone joins the one before it
     assert len(segment_issues("Ich bin krank. Mein Arbeitgeber hat mir jetzt gekündigt. Ist das erlaubt?", "de")) == 1
+
+
+def test_without_a_topic_model_the_facts_of_one_case_name_its_parties_and_stay_one_matter() -> None:
+    # French analysis drops "D" (as in d'), so only the parties' letters link the statements
+    case = ("Dans un supermarché à Bâle, X met deux bouteilles de whisky dans son sac et passe la caisse sans "
+            "payer. Le détective du magasin D le retient par le bras à la sortie. Pour s'enfuir, X pousse D "
+            "contre un rayon. De quelles infractions X s'est-il rendu coupable ?")
+    assert len(segment_issues(case, "fr")) == 1
+    assert party_letters("K kauft von V ein E-Bike. V liefert.", "de") == ["party:K", "party:V", "party:V"]
+    # capitals that are words name no party: English "A" and "I", Italian "E"
+    assert party_letters("A colleague and I sued company B.", "en") == ["party:B"]
+    assert party_letters("E poi A va a Roma con B.", "it") == ["party:B"]
 
 
 def test_without_a_topic_model_statements_stay_together_unless_the_question_asks_after_them() -> None:

@@ -99,10 +99,10 @@ def test_translations_weigh_as_much_as_the_terms_they_translate() -> None:
     assert out["kaution"] == 3.0                     # one word, weighing 3
     assert out["pflichtteil"] == 2.0                 # two terms ("share", "inherit"), each weighing 1
     assert out["deposit"] == UNTRANSLATED_WEIGHT * 3.0
-    # a short question's terms weigh their counts
-    assert translated_weights(text, "en", "de", rules) == translate_term_weights(
-        {tok: 1.0 for tok in tokens}, tokens, english.word_stems(text), "de", rules,
-        learned=crosslingual.term_translations("en", "de"))
+    # a short question's words weigh their counts, and their translations as much as one occurrence
+    twice = "my deposit, the deposit"
+    short = translated_weights(twice, "en", "de", rules)
+    assert short["deposit"] == 2 * UNTRANSLATED_WEIGHT and short["kaution"] == 1.0
 
 
 def test_without_a_glossary_the_question_is_analysed_as_the_closest_index_language(
