@@ -14,7 +14,9 @@ translations join at their probability times :data:`LEARNED_TRANSLATION_WEIGHT` 
 *Nutzniessung*). The question's own words stay, at :data:`UNTRANSLATED_WEIGHT` (names, numbers and
 shared words such as "police" still match).
 
-Questions in a language the index holds are analysed as before (:meth:`Analyzer.query_weights`).
+Questions in a language the index holds are analysed as before (:meth:`Analyzer.query_weights`). A
+long question's weights (:meth:`~service.retrieval.long_query.LongQuery.term_weights`) are translated
+the same way (:func:`translate_term_weights`).
 
 Example::
 
