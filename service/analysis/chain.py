@@ -166,7 +166,8 @@ class Analyzer:
         Case facts name their parties by letters ("K kauft von V"), and those letters, repeated in every
         sentence, became the question's heaviest BM25 terms, matching the lettered items of statutes
         ("k. ...") instead of anything the question is about. Documents keep their letters; a
-        question's are never searched."""
+        question's are never searched. The query-side rules (:attr:`synonyms`, :attr:`senses`) are read
+        the same way, so a trigger such as "E-Mail" still fires and no rule adds a lone letter."""
         words = ONE_LETTER_WORDS.get(self.lang, frozenset())
         return [t for t in self.tokens(text) if t in words or not is_label_letter(t)]
 
@@ -184,7 +185,7 @@ class Analyzer:
     def synonyms(self) -> SynonymRules:
         """The language's query-side synonym rules (``analyzers/synonyms/<lang>.txt``), loaded once."""
         if self._synonyms is None:
-            self._synonyms = SynonymRules.load(analyzers_dir() / "synonyms" / f"{self.lang}.txt", self.tokens,
+            self._synonyms = SynonymRules.load(analyzers_dir() / "synonyms" / f"{self.lang}.txt", self.query_tokens,
                                                analyze_words=self.word_stems)
         return self._synonyms
 
@@ -193,7 +194,7 @@ class Analyzer:
         """The language's sense rules (``analyzers/senses/<lang>.txt``, :mod:`service.analysis.senses`),
         loaded once."""
         if self._senses is None:
-            self._senses = SenseRules.load(analyzers_dir() / "senses" / f"{self.lang}.txt", self.tokens)
+            self._senses = SenseRules.load(analyzers_dir() / "senses" / f"{self.lang}.txt", self.query_tokens)
         return self._senses
 
     def query_weights(self, text: str) -> dict[str, float]:

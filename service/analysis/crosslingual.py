@@ -49,7 +49,7 @@ def glossary(source: str, target: str) -> SynonymRules | None:
     path = analyzers_dir() / "glossary" / f"{source}-{target}.txt"
     if not path.is_file():
         return None
-    return SynonymRules.load(path, analyzer_for(source).tokens, analyzer_for(target).tokens,
+    return SynonymRules.load(path, analyzer_for(source).query_tokens, analyzer_for(target).query_tokens,
                              analyzer_for(source).word_stems)
 
 

@@ -106,3 +106,13 @@ def test_a_lay_word_that_stems_like_a_common_statute_word_is_no_trigger() -> Non
     # would fire on most questions about paying or punishment
     assert "salar" not in analyzer_for("it").query_weights("Chi deve pagare le spese?")
     assert analyzer_for("fr").stem("défaut") not in analyzer_for("fr").query_weights("Il sera puni d'une amende.")
+
+
+def test_rules_are_read_as_questions_are_so_lone_letters_neither_trigger_nor_expand() -> None:
+    # "E-Mail" is read without its lone "e", as a question is, so the rule still fires
+    german = analyzer_for("de")
+    assert german.stem("Datenverarbeitungssystem") in german.query_weights("Jemand liest meine E-Mail.")
+    # "locali d'abitazione" adds no lone "d"
+    italian = analyzer_for("it").query_weights("Il mio appartamento ha la muffa.")
+    assert italian.get(analyzer_for("it").stem("abitazione"), 0) > 0
+    assert "d" not in italian
