@@ -135,14 +135,15 @@ class LongQuery:
             weights = {t: weights[t] for t in kept}
         for term, weight in _sublinear(Counter(analyzer.query_tokens(self.question))).items():
             weights[term] = weights.get(term, 0.0) + QUESTION_WEIGHT * weight
-        for term, count in analyzer.synonyms.expand(tokens, analyzer.word_stems(self.text)).items():
+        words = analyzer.word_stems(self.text)
+        for term, count in analyzer.synonyms.expand(tokens, words).items():
             weights[term] = weights.get(term, 0.0) + SYNONYM_WEIGHT * (1.0 + math.log(max(1.0, count)))
         weights = analyzer.senses.reweigh(tokens, weights)
         into = glossary_into(lang, languages) if languages and lang not in languages else None
         if into is None:
             return weights
         target, rules = into
-        return translate_term_weights(weights, tokens, analyzer.word_stems(self.text), target, rules,
+        return translate_term_weights(weights, tokens, words, target, rules,
                                       learned=term_translations(lang, target), synonym_weight=SYNONYM_WEIGHT)
 
     def vector(self, embedder: QueryEmbedder, question_share: float = QUESTION_VECTOR_SHARE) -> np.ndarray:
