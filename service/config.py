@@ -360,11 +360,11 @@ class RetrievalSettings:
     """Linear fusion, corpora whose articles have headings (``meta.heading_path``): every candidate gets at
     least this share of the best kNN score (above the list's minimum) in its heading section, so kNN
     votes for the subject and BM25 picks the article in it (docs/FUSION.md); 0 = off."""
-    knn_feedback_docs: int = 5
+    knn_feedback_docs: int = 8
     """For a long question (see ``long_query_chars``) the hybrid pipeline's kNN side searches with its
     passage vector moved toward the stored vectors of this many first BM25 hits (vector pseudo-relevance
     feedback, docs/FUSION.md); 0 = off. The probe of the routed and agentic pipelines is not moved."""
-    knn_feedback_weight: float = 0.5
+    knn_feedback_weight: float = 1.0
     """How far: the hits' centroid weighs this much against the question's own vector."""
     max_query_chars: int = 50_000
     """Longer questions are refused (``query_too_long``) by the CLI, the API and jobs, never cut.

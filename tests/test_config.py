@@ -76,7 +76,7 @@ def test_fusion_weights_are_set_together_or_left_to_the_index() -> None:
 
 def test_the_knn_feedback_is_checked() -> None:
     retrieval = load_settings(environ={}).retrieval
-    assert (retrieval.knn_feedback_docs, retrieval.knn_feedback_weight) == (5, 0.5)
+    assert (retrieval.knn_feedback_docs, retrieval.knn_feedback_weight) == (8, 1.0)
     assert load_settings(environ={"LEXSEARCH_RETRIEVAL_KNN_FEEDBACK_DOCS": "0"}).retrieval.knn_feedback_docs == 0
     with pytest.raises(ConfigError, match=r"retrieval\.knn_feedback_docs must be >= 0 \(0 = off\)"):
         load_settings(environ={"LEXSEARCH_RETRIEVAL_KNN_FEEDBACK_DOCS": "-1"})
