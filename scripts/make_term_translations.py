@@ -43,8 +43,9 @@ def read_articles(path: Path) -> dict[str, str]:
 
 
 def terms(text: str, lang: str) -> list[str]:
-    """The text's analysed terms without numbers ("1", "179bis"): they name, they do not translate."""
-    return [t for t in analyzer_for(lang).tokens(text) if not any(ch.isdigit() for ch in t)]
+    """The text's analysed terms as a question's are searched (no lone letters: "u. dgl.", lettered list
+    items), without numbers ("1", "179bis"): they name, they do not translate."""
+    return [t for t in analyzer_for(lang).query_tokens(text) if not any(ch.isdigit() for ch in t)]
 
 
 def main(argv: list[str] | None = None) -> int:

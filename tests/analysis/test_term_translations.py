@@ -92,6 +92,13 @@ def test_the_builder_learns_from_articles_published_in_two_languages(tmp_path: P
     assert "from 6 articles" in out.read_text(encoding="utf-8").splitlines()[0]  # the repeated id is left out
 
 
+def test_the_builder_learns_no_lone_letters() -> None:
+    """Lettered list items ("k. ...", "u. dgl.") are no words: a question never searches a lone letter
+    (Analyzer.query_tokens), so the table neither translates one nor into one."""
+    assert _script().terms("e. the tenant, like a lessee, shall pay", "en") == ["tenant", "like", "lesse", "pay"]
+    assert "u" not in _script().terms("Mieter u. dgl. zahlen", "de")
+
+
 def test_the_builder_names_a_missing_corpus_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         _script().main(["--data", str(tmp_path)])
