@@ -108,7 +108,7 @@ def glossary_readings(query: str, languages: Sequence[str]) -> dict[str, float]:
             continue
         target, rules = into
         asked = analyzer_for(source)
-        tokens = asked.tokens(query)
+        tokens = asked.query_tokens(query)
         learned = term_translations(source, target)
         if (next(rules.matches(tokens, asked.word_stems(query)), None) is not None
                 or (learned is not None and learned.translate(tokens))):
