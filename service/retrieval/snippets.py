@@ -42,10 +42,12 @@ def make_snippet(text: str, query: str, lang: str, *, max_chars: int = 240) -> S
     """The window of at most ``max_chars`` holding the most query terms, and the matched spans.
 
     Matching compares analysed forms (stems, jieba words), so "Kündigung" in a question marks
-    "gekündigt"-free "Kündigungen" in the text when both stem alike.
+    "gekündigt"-free "Kündigungen" in the text when both stem alike. The question's terms are those it
+    searches (:meth:`~service.analysis.chain.Analyzer.query_tokens`): the parties' letters of a case
+    ("A kauft von B") mark no lettered item ("b. für Mängel").
     """
     analyzer = analyzer_for(lang)
-    terms = set(analyzer.tokens(query))
+    terms = set(analyzer.query_tokens(query))
     matches = []
     if terms:
         for start, end in _word_spans(text, analyzer.lang):
