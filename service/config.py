@@ -737,8 +737,9 @@ class AgentSettings:
     llm_rerank_candidates: int = 20
     """Candidates shown to the LLM reranker (at most 20)."""
     compiled_trees: bool = True
-    """Score the learned rerankers with their trees compiled to machine code (lleaves), ~4x faster than
-    LightGBM's own predictor with the same scores; compiled once per model and CPU and kept in the model folder."""
+    """Score the learned rerankers with their trees compiled to machine code (lleaves), 5-8x faster than
+    LightGBM's own predictor with the same scores; compiled once per model and CPU (13-40 s a model) and kept in
+    the model folder."""
 
     def problems(self) -> list[str]:
         out = _not_one_of("agents.reranker", self.reranker, RERANKERS.choices())

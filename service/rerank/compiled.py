@@ -5,10 +5,13 @@ ms, the largest single step of a reranked search. ``lleaves`` compiles the same 
 LLVM into a function that scores the pool in about a fifth of the time. The scores agree with
 LightGBM's to ~1e-14 (the sum of the trees is taken in another order), so rankings do not change.
 
-Compiling takes about 13 s for a 300-tree model on the reference machine, so the machine code is
-kept next to the model (``<model folder>/compiled/<model>.<key>.so``). The key covers the model
-file's contents, the CPU the code was built for (it uses that CPU's instruction set) and the
-compiler versions, so a copied folder or an upgraded compiler never loads stale code.
+The trees are compiled without inlining (:data:`INLINE_TREES`): a served reranker of ten members
+holds 1,200-3,000 trees, which LLVM compiled in 2-6 minutes a model with inlining and compiles in
+about half a minute without it, while a pool scores in about 1.6 times the inlined code's time, still
+a sixth of LightGBM's. The machine code is kept next to the model
+(``<model folder>/compiled/<model>.<key>.so``). The key covers the model file's contents, the CPU the
+code was built for (it uses that CPU's instruction set), the compiler versions and the inlining, so a
+copied folder or an upgraded compiler never loads stale code.
 ``lexsearch train`` compiles at the end of training (the models of a training run side by side, one
 process per core: :func:`compile_models`); a folder without the code gets it on first
 load (written there when the folder is writable, otherwise kept in memory for the process).
@@ -48,6 +51,12 @@ log = logging.getLogger(__name__)
 
 COMPILED_DIR = "compiled"
 """Sub-folder of a model folder holding compiled trees."""
+
+INLINE_TREES = False
+"""Whether LLVM inlines each tree into the forest's function. Inlined, a 3,000-tree reranker took 348 s
+to compile and 4.9 ms to score 200 candidates; not inlined, 31 s and 7.8 ms (LightGBM: 47 ms;
+docs/BENCHMARKS.md, "Compiled trees without inlining"). Training and a folder's first load on a new
+CPU wait for the compiler, a search for the scoring, so the compile time decides."""
 
 
 class TreeScorer:
@@ -97,14 +106,15 @@ def compiled_path(model_file: Path) -> Path:
 
     digest = hashlib.sha256(model_file.read_bytes())
     features = llvm.get_host_cpu_features().flatten()
-    for part in (llvm.get_host_cpu_name(), features, version("lleaves"), version("llvmlite")):
+    inlining = "inline" if INLINE_TREES else "no-inline"
+    for part in (llvm.get_host_cpu_name(), features, version("lleaves"), version("llvmlite"), inlining):
         digest.update(b"\0" + part.encode())
     return model_file.parent / COMPILED_DIR / f"{model_file.stem}.{digest.hexdigest()[:16]}.so"
 
 
 def compile_models(model_files: Sequence[Path], *, workers: int) -> None:
     """Compile several models' trees into their folders, ``workers`` at a time, each in a process of its
-    own (LLVM compiles on one thread: a 5 x 300-tree reranker takes 2-2.5 minutes here).
+    own (LLVM compiles on one thread: about half a minute for a reranker of 3,000 trees here).
 
     Models whose machine code is stored already are skipped. A model that fails to compile is logged
     and left for :meth:`TreeScorer.from_file`, which falls back to LightGBM as it always does.
@@ -171,7 +181,7 @@ def compile_model(model_file: Path) -> Any:
     model = lleaves.Model(model_file=str(model_file))
     target = compiled_path(model_file)
     if target.is_file():
-        model.compile(cache=str(target))
+        model.compile(cache=str(target), finline=INLINE_TREES)
         return model
     started = time.perf_counter()
     log.info("compiling the trees of %s (once per model and CPU) ...", model_file)
@@ -181,10 +191,10 @@ def compile_model(model_file: Path) -> Any:
         os.close(handle)
         os.unlink(tmp)  # lleaves writes the file itself, and only when the path does not exist
     except OSError:  # a read-only model folder: compile for this process only
-        model.compile()
+        model.compile(finline=INLINE_TREES)
     else:
         try:
-            model.compile(cache=tmp)
+            model.compile(cache=tmp, finline=INLINE_TREES)
             os.replace(tmp, target)  # atomic: a concurrent process sees the whole file or none
         finally:
             if os.path.exists(tmp):

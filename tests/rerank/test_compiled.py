@@ -61,6 +61,22 @@ def test_another_model_gets_another_file(tmp_path: Path) -> None:
     assert compiled_path(first).name != compiled_path(second).name
 
 
+def test_trees_compile_without_inlining_and_the_inlining_is_part_of_the_key(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    assert compiled.INLINE_TREES is False  # the compile time of a ten-member reranker decides (module docstring)
+    path, rows = _model(tmp_path, rounds=10, members=2)
+    served = compiled_path(path)
+    model = LearnedReranker.load(path, NAMES)
+    monkeypatch.setattr(compiled, "INLINE_TREES", True)
+    inlined = LearnedReranker.load(path, NAMES)  # other code for the same model, stored beside it
+    assert compiled_path(path) != served
+    assert sorted((tmp_path / COMPILED_DIR).glob("*.so")) == sorted([served, compiled_path(path)])
+    reference = model.booster.predict(rows, num_threads=1)
+    for scorer in (model, inlined):
+        assert scorer.scorer.kind == "compiled"
+        np.testing.assert_allclose(scorer.scores(rows, NAMES), reference, rtol=0, atol=1e-9)
+
+
 def test_switched_off_scores_with_lightgbm(tmp_path: Path) -> None:
     path, rows = _model(tmp_path)
     model = LearnedReranker.load(path, NAMES, compile_trees=False)
