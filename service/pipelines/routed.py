@@ -36,7 +36,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from service.backends.base import SearchBackend
@@ -110,6 +110,13 @@ class StrategyRun:
     trace: dict[str, Any]
     probe_reused: bool
     fallback: str | None = None
+
+
+def answered_issues(trace: Mapping[str, Any]) -> int:
+    """How many issues a strategy answered one by one and interleaved (its trace's ``issue_answers``;
+    0 when it answered the question as one)."""
+    answers = trace.get("issue_answers")
+    return int(answers.get("issues", 0) or 0) if isinstance(answers, Mapping) else 0
 
 
 class RoutedPipeline:
@@ -224,17 +231,26 @@ class RoutedPipeline:
         response = pipe.run_with_probe(sub, probe) if reused else pipe.run(sub)
         return StrategyRun(strategy, pipe.name, list(response.hits), dict(response.trace), reused, fallback)
 
-    def cut(self, hits: list[Hit], params: RoutingParams, options: RoutedOptions) -> CutResult:
+    def cut(self, hits: list[Hit], params: RoutingParams, options: RoutedOptions, *, issues: int = 0) -> CutResult:
         """The answer set: the score cliff within ``[min_k, max_k]``, or a fixed top-k when disabled.
 
         The cliff reads the first ``cut_depth`` hits, however many the request asked for: the
         scores are normalised down to the last one it reads, so a deeper ranking would move the
         floor and change the set (and the calibration measured the cut on ``cut_depth`` hits).
+
+        A question whose ``issues`` (more than one) were each answered on their own keeps at least as
+        many hits as it has issues, within ``max_k`` (reason ``issues``): the interleaving puts the
+        whole question's first hit and each issue's first at the top, and since those carry the whole
+        ranking's scores by position, a cliff after the first hit would drop the other issues' answers.
         """
         if not options.cliff:
             return fixed_cut(len(hits), options.fixed_k)
-        return cliff_cut([h.score for h in hits[: params.cut_depth]], sigma=params.cut_sigma,
-                         min_k=params.cut_min_k, max_k=params.cut_max_k)
+        cut = cliff_cut([h.score for h in hits[: params.cut_depth]], sigma=params.cut_sigma,
+                        min_k=params.cut_min_k, max_k=params.cut_max_k)
+        floor = min(issues, params.cut_max_k, len(hits))
+        if issues > 1 and cut.returned < floor:
+            return replace(cut, returned=floor, reason="issues", drop=None)
+        return cut
 
     # ----- the pipeline --------------------------------------------------------------------------
 
@@ -265,7 +281,7 @@ class RoutedPipeline:
         with watch.stage("strategy"):
             outcome = self.run_strategy(tier, request, probe, params, options.passthrough)
         with watch.stage("cut"):
-            cut = self.cut(outcome.hits, params, options)
+            cut = self.cut(outcome.hits, params, options, issues=answered_issues(outcome.trace))
         hits = outcome.hits[: request.k]
         llm_calls = (report.llm_calls if report else 0) + int(outcome.trace.get("llm_calls", 0) or 0)
         routing: dict[str, Any] = {

@@ -38,7 +38,8 @@ class CutResult:
         returned: how many hits form the answer set (0 only for an empty ranking).
         reason: ``cliff`` (a drop above ``sigma``), ``max_k`` (no cliff before the upper bound),
             ``end`` (no cliff and the ranking is shorter than ``max_k``), ``flat`` (all scores equal),
-            ``single`` (one hit), ``empty`` (no hits), or ``disabled`` (a fixed cut was asked for).
+            ``single`` (one hit), ``empty`` (no hits), ``disabled`` (a fixed cut was asked for), or
+            ``issues`` (the routed pipeline kept one hit per issue of a question of several issues).
         drop: the relative drop after the last returned hit (``None`` when there is no next hit
             or the scores are flat).
         sigma, min_k, max_k: the parameters used.

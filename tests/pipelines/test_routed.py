@@ -5,12 +5,14 @@ from __future__ import annotations
 import pytest
 
 from service.config import load_settings
+from service.corpus.model import Hit
 from service.errors import InvalidInput
 from service.evaluation.harness import evaluate
 from service.indexing import index_documents
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime, pipeline_names
-from service.pipelines.routed import RoutedPipeline, option_flag
+from service.pipelines.routed import RoutedOptions, RoutedPipeline, answered_issues, option_flag
+from service.routing.router import RoutingParams
 from tests.support.counting_backend import CountingBackend
 
 pytestmark = pytest.mark.unit
@@ -123,6 +125,33 @@ def test_a_question_of_several_issues_goes_to_the_last_tier(runtime: Runtime) ->
         assert (routing["tier"], routing["issues"]) == (0, None)
     finally:
         backend.update_metadata("mini", routing={})
+
+
+def test_the_answer_set_keeps_each_answered_issue_s_first_hit(runtime: Runtime) -> None:
+    """A cliff after the first hit would drop the answers of the other issues, which the interleaving
+    puts right after it: a question of n answered issues keeps at least n hits, within max_k; a later
+    cliff stays where it is."""
+    routed = runtime.pipeline("routed")
+    assert isinstance(routed, RoutedPipeline)
+    hits = [Hit(f"d{i}", score) for i, score in enumerate([1.0, 0.3, 0.29, 0.28, 0.27, 0.26] + [0.1] * 44)]
+    params = RoutingParams.resolve(runtime.settings.routing)
+    options = RoutedOptions.parse({}, 4)
+    assert routed.cut(hits, params, options).returned == 1
+    assert routed.cut(hits, params, options, issues=1).returned == 1
+    three = routed.cut(hits, params, options, issues=3)
+    assert (three.returned, three.reason, three.drop) == (3, "issues", None)
+    assert routed.cut(hits, params, options, issues=30).returned == params.cut_max_k
+    later = [Hit(f"d{i}", score) for i, score in enumerate([1.0, 0.95, 0.9, 0.85, 0.2] + [0.1] * 45)]
+    assert routed.cut(later, params, options, issues=2).returned == routed.cut(later, params, options).returned == 4
+    assert routed.cut(hits, params, RoutedOptions.parse({"no_cliff": True}, 4), issues=3).returned == 10
+
+    assert answered_issues({"issue_answers": {"issues": 3, "ms": 4.0}}) == 3
+    assert answered_issues({}) == 0 and answered_issues({"issue_answers": None}) == 0
+
+    two_issues = "公司辞退我能要经济补偿吗？房东不退押金怎么办？"
+    response = _run(runtime, two_issues)
+    assert response.trace["strategy_trace"]["issue_answers"]["issues"] == 2
+    assert response.returned >= 2
 
 
 def test_evaluation_reports_set_metrics(runtime: Runtime, mini_dataset) -> None:
