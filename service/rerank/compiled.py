@@ -6,9 +6,9 @@ LLVM into a function that scores the pool in about a fifth of the time. The scor
 LightGBM's to ~1e-14 (the sum of the trees is taken in another order), so rankings do not change.
 
 The trees are compiled without inlining (:data:`INLINE_TREES`): a served reranker of ten members
-holds 1,200-3,000 trees, which LLVM compiled in 2-6 minutes a model with inlining and compiles in
-about half a minute without it, while a pool scores in about 1.6 times the inlined code's time, still
-a sixth of LightGBM's. The machine code is kept next to the model
+holds 1,200-3,000 trees, which LLVM compiled in 1.3-5 minutes a model with inlining and compiles in
+13-40 s without it, while a pool scores in about 1.6 times the inlined code's time, still a sixth of
+LightGBM's. The machine code is kept next to the model
 (``<model folder>/compiled/<model>.<key>.so``). The key covers the model file's contents, the CPU the
 code was built for (it uses that CPU's instruction set), the compiler versions and the inlining, so a
 copied folder or an upgraded compiler never loads stale code.
@@ -53,8 +53,8 @@ COMPILED_DIR = "compiled"
 """Sub-folder of a model folder holding compiled trees."""
 
 INLINE_TREES = False
-"""Whether LLVM inlines each tree into the forest's function. Inlined, a 3,000-tree reranker took 348 s
-to compile and 4.9 ms to score 200 candidates; not inlined, 31 s and 7.8 ms (LightGBM: 47 ms;
+"""Whether LLVM inlines each tree into the forest's function. Inlined, a 3,000-tree reranker compiled in
+310 s and scored 200 candidates in 4.9 ms; not inlined, in 36 s and 7.8 ms (LightGBM: 47 ms;
 docs/BENCHMARKS.md, "Compiled trees without inlining"). Training and a folder's first load on a new
 CPU wait for the compiler, a search for the scoring, so the compile time decides."""
 

@@ -127,7 +127,7 @@ def test_a_question_of_several_issues_goes_to_the_last_tier(runtime: Runtime) ->
         backend.update_metadata("mini", routing={})
 
 
-def test_the_answer_set_keeps_each_answered_issue_s_first_hit(runtime: Runtime) -> None:
+def test_the_answer_set_keeps_one_hit_per_answered_issue(runtime: Runtime) -> None:
     """A cliff after the first hit would drop the answers of the other issues, which the interleaving
     puts right after it: a question of n answered issues keeps at least n hits, within max_k; a later
     cliff stays where it is."""
