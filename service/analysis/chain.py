@@ -199,7 +199,8 @@ class Analyzer:
 
     def query_weights(self, text: str) -> dict[str, float]:
         """BM25 query terms with weights: each term's count, plus synonym expansions (:data:`SYNONYM_WEIGHT`),
-        with words the question's context reads in their everyday sense replaced (:attr:`senses`).
+        with words the question's context reads in their everyday sense replaced (:attr:`senses`; such a
+        word fires no synonym rule).
 
         Every backend turns a text query into these weights, so they all score alike.
         """
@@ -207,7 +208,8 @@ class Analyzer:
         weights: dict[str, float] = {}
         for tok in tokens:
             weights[tok] = weights.get(tok, 0.0) + 1.0
-        for tok, count in self.synonyms.expand(tokens, self.word_stems(text)).items():
+        read = self.senses.read_terms(tokens)
+        for tok, count in self.synonyms.expand(tokens, self.word_stems(text), read=read).items():
             weights[tok] = weights.get(tok, 0.0) + SYNONYM_WEIGHT * count
         return self.senses.reweigh(tokens, weights)
 

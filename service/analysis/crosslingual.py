@@ -167,7 +167,9 @@ def translate_term_weights(weights: Mapping[str, float], tokens: list[str], word
     many entries do) times the largest strength of that entry's terms; the target's synonym expansions of
     the translations ``synonym_weight``; the learned translations of the terms no entry holds their
     probability times :data:`LEARNED_TRANSLATION_WEIGHT` times the term's strength; and the question's own
-    terms :data:`UNTRANSLATED_WEIGHT` of their weight."""
+    terms :data:`UNTRANSLATED_WEIGHT` of their weight. The target's sense rules read the translations as
+    they read a question in that language (:meth:`~service.analysis.senses.SenseRules.reweigh`): "sick"
+    beside "dismissed" becomes the untimely dismissal, not the wage during illness."""
     strengths = weights if strengths is None else strengths
     translated: dict[str, float] = {}
     covered: set[str] = set()
@@ -187,6 +189,8 @@ def translate_term_weights(weights: Mapping[str, float], tokens: list[str], word
                     found[target_term] = max(found.get(target_term, 0.0), probability * strength)
         for tok, weight in found.items():
             out[tok] = out.get(tok, 0.0) + LEARNED_TRANSLATION_WEIGHT * weight
-    for tok, count in analyzer_for(target).synonyms.expand(list(translated)).items():
+    into = analyzer_for(target)
+    terms = list(translated)
+    for tok, count in into.synonyms.expand(terms, read=into.senses.read_terms(terms)).items():
         out[tok] = out.get(tok, 0.0) + synonym_weight * count
-    return out
+    return into.senses.reweigh(terms, out)

@@ -4,7 +4,10 @@ A synonym rule only adds words: "caution => sûretés" still leaves *caution* in
 Code of obligations *caution* is the guarantor (Art. 492 ff. CO), so "mon bailleur ne me rend pas ma
 caution" ranks the suretyship articles above the tenant's deposit (Art. 257e CO). A sense rule names the
 context that settles the word's meaning; when the question holds the word and any of that context, the
-word's own term is dropped from the BM25 query and its reading takes its place.
+word's own term is dropped from the BM25 query, its reading takes its place, and the synonym rules the word
+would fire are not applied (they were written for its statute sense: "krank => Lohnfortzahlung" is not what
+"krank" means beside "gekündigt"). The index language's rules also read the glossary translation of a
+question in another language ("sick ... dismissed" translated as *Krankheit ... Kündigung*).
 
 Rules live in ``analyzers/senses/<lang>.txt``, one per line: ``word, word | context, context => reading,
 reading``. Every part is analysed with the language's chain (so "cauzioni" fires a rule written for
@@ -86,6 +89,16 @@ class SenseRules:
             return cls.parse(path.read_text(encoding="utf-8").splitlines(), analyze)
         except ValueError as exc:
             raise ValueError(f"{path}: {exc}") from None
+
+    def read_terms(self, tokens: list[str]) -> frozenset[str]:
+        """The terms of the words in ``tokens`` that a rule reads in another sense (the words of every trigger
+        of a firing rule that occurs). Their synonym rules, written for the statute sense, must not fire:
+        "krank" beside "gekündigt" is not the wage during illness."""
+        read: set[str] = set()
+        for rule in self.rules:
+            if rule.fires(tokens) is not None:
+                read.update(term for trigger in rule.triggers if contains(tokens, trigger) for term in trigger)
+        return frozenset(read)
 
     def reweigh(self, tokens: list[str], weights: dict[str, float]) -> dict[str, float]:
         """``weights`` (BM25 terms of the question ``tokens``) with each fired rule's word replaced by its

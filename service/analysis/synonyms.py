@@ -13,7 +13,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,11 +76,17 @@ class SynonymRules:
             return cls((), ())
         return cls.parse(path.read_text(encoding="utf-8").splitlines(), analyze, analyze_targets, analyze_words)
 
-    def expand(self, tokens: list[str], words: list[str] | None = None) -> dict[str, int]:
+    def expand(self, tokens: list[str], words: list[str] | None = None, *,
+               read: Collection[str] = ()) -> dict[str, int]:
         """Tokens the rules add for a query (how often each is added); originals are not repeated.
-        ``words``: the query's words for triggers matched as phrases (see :meth:`matches`)."""
+        ``words``: the query's words for triggers matched as phrases (see :meth:`matches`). ``read``: terms
+        that fire no rule, because a sense rule reads them in another sense
+        (:meth:`~service.analysis.senses.SenseRules.read_terms`)."""
         added: dict[str, int] = {}
         present = set(tokens)
+        if read:
+            tokens = [t for t in tokens if t not in read]
+            words = None if words is None else [w for w in words if w not in read]
         for _trigger, targets in self.matches(tokens, words):
             for tok in targets:
                 if tok not in present:

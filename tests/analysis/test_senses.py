@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from service.analysis.chain import analyzer_for
+from service.analysis.crosslingual import bm25_query_weights
 from service.analysis.senses import SenseRules
+from service.analysis.synonyms import SynonymRules
 from service.retrieval.long_query import read_long_query
 
 pytestmark = pytest.mark.unit
@@ -68,7 +70,7 @@ def test_a_missing_file_holds_no_rules_and_a_bad_file_is_named(tmp_path: Path) -
 
 
 def test_the_shipped_sense_files_parse() -> None:
-    for lang in ("fr", "it"):
+    for lang in ("de", "fr", "it"):
         assert analyzer_for(lang).senses.rules
 
 
@@ -88,3 +90,44 @@ def test_long_questions_read_senses_too() -> None:
     long = read_long_query(facts + "Le bailleur peut-il garder la caution ?")
     weights = long.term_weights("fr")
     assert "caution" not in weights and weights["sûret"] > 0
+
+
+def test_a_word_read_in_another_sense_fires_none_of_its_synonym_rules() -> None:
+    analyze = analyzer_for("de").tokens
+    senses = SenseRules.parse(["krank | gekündigt => unzeit"], analyze)
+    synonyms = SynonymRules.parse(["krank => lohnfortzahlung", "chef => arbeitgeber"], analyze)
+    dismissed = analyze("Der Chef hat gekündigt, ich bin krank")
+    assert senses.read_terms(dismissed) == {"krank"}
+    assert set(synonyms.expand(dismissed, read=senses.read_terms(dismissed))) == {"arbeitgeb", "arbeit", "geb"}
+    ill = analyze("Der Chef zahlt nicht, ich bin krank")
+    assert senses.read_terms(ill) == frozenset()
+    assert "lohnfortzahl" in synonyms.expand(ill, read=senses.read_terms(ill))
+
+
+@pytest.mark.parametrize("lang, dismissed, ill", [
+    ("de", "Darf mir der Arbeitgeber kündigen, während ich krank bin?",
+     "Ich bin seit zwei Wochen krank. Muss mein Arbeitgeber mir den Lohn weiterzahlen?"),
+    ("fr", "Mon employeur peut-il me licencier pendant que je suis malade ?",
+     "Je suis en congé maladie depuis deux semaines. Mon employeur doit-il continuer à payer mon salaire ?"),
+    ("it", "Il datore di lavoro può licenziarmi mentre sono in malattia?",
+     "Sono in malattia da due settimane. Il datore di lavoro deve continuare a pagarmi lo stipendio?"),
+])
+def test_illness_beside_a_dismissal_is_the_untimely_dismissal_not_the_wage(lang: str, dismissed: str,
+                                                                         ill: str) -> None:
+    untimely = {"de": "unzeit", "fr": "inopportun", "it": "inopportun"}[lang]
+    wage = {"de": "lohnfortzahl", "fr": "salair", "it": "salari"}[lang]
+    analyzer = analyzer_for(lang)
+    read = analyzer.query_weights(dismissed)
+    assert analyzer.stem(untimely) in read and analyzer.stem(wage) not in read
+    kept = analyzer.query_weights(ill)
+    assert analyzer.stem(untimely) not in kept and analyzer.stem(wage) in kept
+
+
+def test_the_index_languages_rules_read_an_english_questions_translation() -> None:
+    weights = bm25_query_weights("Can my employer dismiss me while I am on sick leave?", ["de", "fr", "it"])
+    german = analyzer_for("de")
+    assert german.stem("unzeit") in weights and german.stem("lohnfortzahlung") not in weights
+    assert german.stem("fristlos") not in weights  # "dismissed" is any dismissal, not the summary one
+    wages = bm25_query_weights("I have been ill for two weeks. Does my employer have to keep paying my wages?",
+                               ["de", "fr", "it"])
+    assert german.stem("unzeit") not in wages and german.stem("krankheit") in wages
