@@ -27,6 +27,7 @@ from pathlib import Path
 
 import Stemmer
 
+from service.analysis.ages import MINOR_WORDS, mentions_minor
 from service.analysis.compounds import CompoundSplitter
 from service.analysis.language import detect_language
 from service.analysis.senses import SenseRules
@@ -167,9 +168,15 @@ class Analyzer:
         sentence, became the question's heaviest BM25 terms, matching the lettered items of statutes
         ("k. ...") instead of anything the question is about. Documents keep their letters; a
         question's are never searched. The query-side rules (:attr:`synonyms`, :attr:`senses`) are read
-        the same way, so a trigger such as "E-Mail" still fires and no rule adds a lone letter."""
+        the same way, so a trigger such as "E-Mail" still fires and no rule adds a lone letter.
+
+        A person's age under 18 adds the terms of the language's word for a minor at the end
+        (:mod:`service.analysis.ages`: "mein 15-jähriger Sohn" holds *minderjährig*)."""
         words = ONE_LETTER_WORDS.get(self.lang, frozenset())
-        return [t for t in self.tokens(text) if t in words or not is_label_letter(t)]
+        terms = [t for t in self.tokens(text) if t in words or not is_label_letter(t)]
+        if self.lang in MINOR_WORDS and mentions_minor(text, self.lang):
+            terms += self.tokens(MINOR_WORDS[self.lang])
+        return terms
 
     def terms(self, raw: Sequence[str]) -> list[str]:
         """The index terms of already :meth:`raw_tokens`-split text (see :meth:`tokens`)."""
