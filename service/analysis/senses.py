@@ -10,9 +10,11 @@ would fire are not applied (they were written for its statute sense: "krank => L
 question in another language ("sick ... dismissed" translated as *Krankheit ... Kündigung*).
 
 Rules live in ``analyzers/senses/<lang>.txt``, one per line: ``word, word | context, context => reading,
-reading``. Every part is analysed with the language's chain (so "cauzioni" fires a rule written for
-"cauzione"), and a part of several words must occur as a sequence. The files are read only by the query
-side; engines never see them.
+reading``. A rule written with ``+=`` instead of ``=>`` keeps the word (and its synonyms) and adds the
+reading: a subject that two words name only together ("Testament … nichts bekommen": the compulsory share).
+Every part is analysed with the language's chain (so "cauzioni" fires a rule written for "cauzione"), and
+a part of several words must occur as a sequence. The files are read only by the query side; engines never
+see them.
 
 Example::
 
@@ -37,6 +39,9 @@ class SenseRule:
     triggers: tuple[tuple[str, ...], ...]
     contexts: tuple[tuple[str, ...], ...]
     reading: tuple[str, ...]
+    keeps: bool = False
+    """A ``+=`` rule: the word keeps its own sense and the reading joins it (a subject the two words name
+    together: "Testament … nichts bekommen" is the compulsory share)."""
 
     def fires(self, tokens: list[str]) -> tuple[str, ...] | None:
         """The trigger ``tokens`` hold when one of the contexts occurs too, else ``None``."""
@@ -54,26 +59,29 @@ class SenseRules:
 
     @classmethod
     def parse(cls, lines: Iterable[str], analyze: Callable[[str], list[str]]) -> SenseRules:
-        """Read ``words | context => reading`` lines, ignoring comments (``#``) and blanks.
+        """Read ``words | context => reading`` and ``words | context += reading`` lines, ignoring comments
+        (``#``) and blanks.
 
         Raises:
-            ValueError: a line lacks ``|`` or ``=>``, or one of its three parts has no word.
+            ValueError: a line lacks ``|`` or both ``=>`` and ``+=``, or one of its three parts has no word.
         """
         rules: list[SenseRule] = []
         for number, raw in enumerate(lines, start=1):
             line = raw.split("#", 1)[0].strip()
             if not line:
                 continue
-            left, arrow, right = line.partition("=>")
+            keeps = "+=" in line
+            left, arrow, right = line.partition("+=" if keeps else "=>")
             words, bar, context = left.partition("|")
             if not arrow or not bar:
-                raise ValueError(f"sense rule on line {number} is not 'words | context => reading': {raw!r}")
+                raise ValueError(f"sense rule on line {number} is not 'words | context => reading' "
+                                 f"or 'words | context += reading': {raw!r}")
             triggers = _phrases(words, analyze)
             contexts = _phrases(context, analyze)
             reading = tuple(dict.fromkeys(tok for phrase in _phrases(right, analyze) for tok in phrase))
             if not triggers or not contexts or not reading:
                 raise ValueError(f"sense rule on line {number} has an empty part: {raw!r}")
-            rules.append(SenseRule(triggers, contexts, reading))
+            rules.append(SenseRule(triggers, contexts, reading, keeps))
         return cls(tuple(rules))
 
     @classmethod
@@ -96,14 +104,14 @@ class SenseRules:
         "krank" beside "gekündigt" is not the wage during illness."""
         read: set[str] = set()
         for rule in self.rules:
-            if rule.fires(tokens) is not None:
+            if not rule.keeps and rule.fires(tokens) is not None:
                 read.update(term for trigger in rule.triggers if contains(tokens, trigger) for term in trigger)
         return frozenset(read)
 
     def reweigh(self, tokens: list[str], weights: dict[str, float]) -> dict[str, float]:
         """``weights`` (BM25 terms of the question ``tokens``) with each fired rule's word replaced by its
-        reading: the word's terms are dropped, and each reading term weighs at least what the word did.
-        Returns ``weights`` itself when no rule fires."""
+        reading: the word's terms are dropped (but for a ``+=`` rule, :attr:`SenseRule.keeps`), and each
+        reading term weighs at least what the word did. Returns ``weights`` itself when no rule fires."""
         if not self.rules:
             return weights
         out = weights
@@ -113,7 +121,8 @@ class SenseRules:
                 continue
             if out is weights:
                 out = dict(weights)
-            weight = max((out.pop(term, 0.0) for term in set(trigger)), default=0.0) or 1.0
+            take = out.get if rule.keeps else out.pop
+            weight = max((take(term, 0.0) for term in set(trigger)), default=0.0) or 1.0
             for term in rule.reading:
                 out[term] = max(out.get(term, 0.0), weight)
         return out

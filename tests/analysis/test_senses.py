@@ -131,3 +131,24 @@ def test_the_index_languages_rules_read_an_english_questions_translation() -> No
     wages = bm25_query_weights("I have been ill for two weeks. Does my employer have to keep paying my wages?",
                                ["de", "fr", "it"])
     assert german.stem("unzeit") not in wages and german.stem("krankheit") in wages
+
+
+def test_a_keeping_rule_adds_its_reading_and_leaves_the_word_and_its_synonyms() -> None:
+    analyze = analyzer_for("de").tokens
+    senses = SenseRules.parse(["testament | nichts bekommen, mindestens += pflichtteil"], analyze)
+    tokens = analyze("Im Testament steht, wir sollen nichts bekommen")
+    assert senses.read_terms(tokens) == frozenset()
+    weights = senses.reweigh(tokens, {t: 1.0 for t in tokens})
+    assert weights["testament"] == 1.0 and weights["pflichtteil"] == 1.0
+    form = analyze("Muss ein Testament von Hand geschrieben sein?")
+    assert "pflichtteil" not in senses.reweigh(form, {t: 1.0 for t in form})
+
+
+def test_the_compulsory_share_is_read_where_a_will_leaves_someone_nothing() -> None:
+    german = analyzer_for("de")
+    share = german.query_weights("Im Testament hat meine Mutter alles ihrem Mann vermacht, wir sollen nichts bekommen.")
+    assert german.stem("pflichtteil") in share and german.stem("testament") in share
+    assert german.stem("pflichtteil") not in german.query_weights("Muss ein Testament von Hand geschrieben sein?")
+    english = bm25_query_weights("In her will my mother left everything to her husband and we get nothing.",
+                                 ["de", "fr", "it"])
+    assert german.stem("pflichtteil") in english
