@@ -403,11 +403,16 @@ def shared_terms(text: str, language: str) -> Topic:
 
     The parties a span names by a capital letter count as terms too (:func:`party_letters`): the facts of
     one case name the same parties from sentence to sentence, and analysis may drop the letters (French
-    *d'*, *l'* make "D" and "L" stopwords)."""
+    *d'*, *l'* make "D" and "L" stopwords). So does the reading of a sense rule that the whole text fires,
+    in every span that holds its word or one of its contexts: "ma mère a tout laissé dans son testament"
+    and "nous ne devons rien recevoir" share the compulsory share."""
     analyzer = analyzer_for(language)
+    subjects = [rule for rule in analyzer.senses.rules if rule.fires(analyzer.query_tokens(text))]
 
     def terms(span: str) -> list[str]:
-        return analyzer.query_tokens(span) + party_letters(span, language)
+        own = analyzer.query_tokens(span)
+        read = [term for rule in subjects if rule.touches(own) for term in rule.reading]
+        return own + read + party_letters(span, language)
 
     slots = {term: n for n, term in enumerate(dict.fromkeys(terms(text)))}
 

@@ -50,6 +50,10 @@ class SenseRule:
             return None
         return trigger
 
+    def touches(self, tokens: list[str]) -> bool:
+        """Whether ``tokens`` hold one of the rule's words or contexts (a part of a question the rule reads)."""
+        return any(contains(tokens, phrase) for phrase in (*self.triggers, *self.contexts))
+
 
 @dataclass(frozen=True)
 class SenseRules:

@@ -182,6 +182,17 @@ def test_without_a_topic_model_a_short_told_then_asked_question_is_cut_where_its
     assert len(segment_issues("Ich bin krank. Mein Arbeitgeber hat mir jetzt gekündigt. Ist das erlaubt?", "de")) == 1
 
 
+def test_without_a_topic_model_statements_that_a_sense_rule_reads_together_stay_one_matter() -> None:
+    # the will and "nothing" share no word, but together they name the compulsory share
+    will = ("Dans son testament, ma mère a tout laissé à son deuxième mari et nous, les enfants, ne devons rien "
+            "recevoir. Combien nous revient-il au minimum ?")
+    assert len(segment_issues(will, "fr")) == 1
+    # each rule reads within one matter here, so the two matters stay apart
+    two = ("Le bailleur garde ma caution depuis des mois. Mon employeur m'a licencié pendant que j'étais malade. "
+           "Que faire ?")
+    assert len(segment_issues(two, "fr")) == 2
+
+
 def test_without_a_topic_model_the_facts_of_one_case_name_its_parties_and_stay_one_matter() -> None:
     # French analysis drops "D" (as in d'), so only the parties' letters link the statements
     case = ("Dans un supermarché à Bâle, X met deux bouteilles de whisky dans son sac et passe la caisse sans "
