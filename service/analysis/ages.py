@@ -44,6 +44,8 @@ _PERSONS: dict[str, tuple[str, ...]] = {
 """Words for a person (and the personal pronouns) that an age may belong to; a lone letter is a party."""
 
 _AGE = r"(\d{1,2})"
+_NOT_YEARS_OF_AGE = r"(?:%|chf|francs?|years?|months?|weeks?|days?|hours?|minutes?|times|km|kg|metres?|meters?|percent)"
+"""What may follow "I was 16" when it is no age ("I was 3 years in prison", "5 minutes late")."""
 
 
 def _patterns(lang: str) -> tuple[str, ...]:
@@ -56,13 +58,14 @@ def _patterns(lang: str) -> tuple[str, ...]:
                 bracketed)
     if lang == "fr":
         return (rf"\b(?:{person})\s+(?:âgée?s?\s+)?de\s+{_AGE}\s+ans\b",  # "ma fille de 15 ans"
-                rf"\b{party}\b(?:\s+\w+)?\s+a\s+{_AGE}\s+ans\b",  # "elle a 16 ans"
+                # "elle a 16 ans", "N a 16 ans"; not "il y a 3 ans" (French "y" and "a" name no party)
+                rf"\b(?:{person}|[b-xz])\b(?:\s+(?!y\b)\w+)?\s+a\s+{_AGE}\s+ans\b",
                 rf"\bâgée?\s+de\s+{_AGE}\s+ans\b", bracketed)
     if lang == "it":
         return (rf"\b(?:{person})\s+di\s+{_AGE}\s+anni\b",  # "mio figlio di 15 anni"
                 rf"\b{party}\b(?:\s+\w+)?\s+ha\s+{_AGE}\s+anni\b", bracketed)
     return (rf"\b{_AGE}-year-old\s+{party}\b",  # "my 15-year-old son"
-            rf"\b{party}\b(?:\s+\w+)?\s+(?:is|was|am|aged)\s+{_AGE}\b(?!\s*(?:%|chf|francs|days|weeks|months|hours))",
+            rf"\b{party}\b(?:\s+\w+)?\s+(?:is|was|am|aged)\s+{_AGE}\b(?!\s*{_NOT_YEARS_OF_AGE})",
             rf"\b(?:{person})\b(?:\s+\w+){{0,3}}\s+{_AGE}\s+years?\s+old\b", bracketed)
 
 

@@ -35,10 +35,12 @@ def test_an_age_under_18_that_belongs_to_a_person_names_a_minor(lang: str, text:
     ("de", "Mein Auto ist 5 Jahre alt."),
     ("de", "Mein 19-jähriger Sohn hat ein Handy gekauft."),
     ("fr", "J'habite ici depuis 3 ans."),
+    ("fr", "J'ai acheté cette voiture il y a 3 ans."),
     ("it", "Abito qui da 3 anni."),
     ("en", "The car is 5 years old."),
     ("en", "A 5-year-old car broke down."),
     ("en", "My son was 12 days late with the rent."),
+    ("en", "I was 3 years in prison and he was 10 minutes late."),
     ("zh", "我儿子15岁买了手机"),
 ])
 def test_other_numbers_and_adults_name_no_minor(lang: str, text: str) -> None:
