@@ -152,3 +152,12 @@ def test_the_compulsory_share_is_read_where_a_will_leaves_someone_nothing() -> N
     english = bm25_query_weights("In her will my mother left everything to her husband and we get nothing.",
                                  ["de", "fr", "it"])
     assert german.stem("pflichtteil") in english
+
+
+def test_no_will_is_the_intestate_succession_not_the_wills_articles() -> None:
+    german = analyzer_for("de")
+    none = german.query_weights("Mein Vater ist gestorben und hat kein Testament gemacht. Wer erbt jetzt?")
+    assert german.stem("testament") not in none and german.stem("verfügung") not in none
+    assert german.stem("nachkommen") in none
+    will = german.query_weights("Mein Vater hat ein Testament gemacht. Ist es gültig?")
+    assert german.stem("testament") in will and german.stem("nachkommen") not in will
