@@ -407,7 +407,8 @@ def shared_terms(text: str, language: str) -> Topic:
     in every span that holds its word or one of its contexts: "ma mère a tout laissé dans son testament"
     and "nous ne devons rien recevoir" share the compulsory share."""
     analyzer = analyzer_for(language)
-    subjects = [rule for rule in analyzer.senses.rules if rule.fires(analyzer.query_tokens(text))]
+    whole = analyzer.query_tokens(text)
+    subjects = [rule for rule in analyzer.senses.rules if rule.fires(whole)]
 
     def terms(span: str) -> list[str]:
         own = analyzer.query_tokens(span)

@@ -112,6 +112,18 @@ def _unique(tokens: Iterable[str]) -> tuple[str, ...]:
 
 
 def contains(tokens: list[str], phrase: tuple[str, ...]) -> bool:
-    """Whether ``phrase`` occurs in ``tokens`` as a contiguous sequence."""
-    n = len(phrase)
-    return any(tuple(tokens[i:i + n]) == phrase for i in range(len(tokens) - n + 1))
+    """Whether ``phrase`` occurs in ``tokens`` as a contiguous sequence.
+
+    Only the places that start with the phrase's first term are compared (``list.index``): the sense rules
+    test every trigger and context against a long input's thousands of terms, twice per search."""
+    if not phrase:
+        return True
+    n, start = len(phrase), 0
+    while True:
+        try:
+            i = tokens.index(phrase[0], start)
+        except ValueError:
+            return False
+        if n == 1 or tuple(tokens[i:i + n]) == phrase:
+            return True
+        start = i + 1
