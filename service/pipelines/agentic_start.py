@@ -40,7 +40,7 @@ from service.analysis.chain import analyzer_for
 from service.analysis.language import question_language
 from service.backends.base import SearchBackend
 from service.config import Settings
-from service.corpus.citations import cites_of
+from service.corpus.citations import cites_of, law_alias
 from service.corpus.model import Filters, Query
 from service.embeddings.base import Embedder
 from service.llm.client import LlmClient
@@ -179,8 +179,13 @@ class AgenticStart:
         add_ranked(state.pool, allowed(self.backend, state, best), "classifier")
 
     def _add_cited(self, state: AgenticState, resources: IndexResources) -> None:
-        """The articles the question cites (``Art. 725 Abs. 2 OR``) join the pool (ranks ``cited``)."""
-        keys = cites_of(state.request["query"], lang=state.language)
+        """The articles the question cites (``Art. 725 Abs. 2 OR``) join the pool (ranks ``cited``).
+
+        In an index of one law, a citation without a law name ("§ 535", "Art. 5") names that law's
+        article: lay questions about the BGB write "nach § 535" and leave the code unnamed."""
+        laws = {law_alias(law) for law in resources.graph.laws() if law}  # "OR" and "CO" are one code
+        keys = cites_of(state.request["query"], law=next(iter(laws)) if len(laws) == 1 else "",
+                        lang=state.language)
         ids = list(dict.fromkeys(d for key in keys for d in resources.graph.resolve(key)))
         add_ranked(state.pool, allowed(self.backend, state, ids), "cited")
 

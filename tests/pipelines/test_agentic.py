@@ -93,6 +93,22 @@ def test_articles_the_question_cites_join_the_pool(runtime: Runtime) -> None:
     state = pipe.start(_request("Haftet der Hundehalter nach Art. 56 OR oder nach Art. 41 OR?"))
     cited = sorted((h.ranks["cited"], h.doc_id) for h in state.pool.values() if "cited" in h.ranks)
     assert cited == [(1, "SR220_Art56_de"), (2, "SR220_Art41_de"), (3, "SR220_Art41_en")]  # every language version
+    # Without a trained reranker the articles the question names lead the answer.
+    hits = pipe.run(_request("Haftet der Hundehalter nach Art. 56 OR oder nach Art. 41 OR?")).hits
+    assert {h.doc_id for h in hits[:3]} == {doc_id for _, doc_id in cited}
+    # Without a law name the article is not known in an index of several laws ...
+    bare = pipe.start(_request("Haftet der Hundehalter nach Art. 56?"))
+    assert not [h for h in bare.pool.values() if "cited" in h.ranks]
+
+
+def test_in_an_index_of_one_law_a_bare_article_number_names_its_article(backend, runtime, mini_docs,
+                                                                        use_embedder) -> None:
+    # ... but in an index of one law (its German "OR" and English "CO" versions) it names that law's.
+    code = [d for d in mini_docs if d.law in ("OR", "CO")]
+    assert index_documents(backend, use_embedder, "one-law", code, language="").ok
+    pipe = runtime.pipeline("agentic")
+    state = pipe.start(SearchRequest(query="Haftet der Hundehalter nach Art. 56?", index="one-law", k=10))
+    assert [h.doc_id for h in state.pool.values() if "cited" in h.ranks] == ["SR220_Art56_de"]
 
 
 def test_long_questions_keep_their_weights_for_the_rewrites(backend, use_embedder) -> None:
