@@ -4,7 +4,7 @@
 Usage::
 
     python scripts/bench_lay.py [--data examples/swiss-excerpt]
-        [--splits demo,lay-tune,lay-check,senses,topics-tune,topics-check,cases-tune,cases-check]
+        [--splits demo,lay-tune,lay-check,senses,topics-tune,topics-check,cases-tune,cases-check,cites]
         [--pipelines bm25,dense,hybrid,routed] [--set section.key=value ...] [--ranks] [--json OUT]
 
 Indexes the excerpt with the current settings (once; cached by corpus and configuration), asks every
@@ -30,7 +30,7 @@ from service.evaluation.dataset_index import ensure_dataset_index
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime
 
-SPLITS = "demo,lay-tune,lay-check,senses,topics-tune,topics-check,cases-tune,cases-check"
+SPLITS = "demo,lay-tune,lay-check,senses,topics-tune,topics-check,cases-tune,cases-check,cites"
 """Every question set of the demo excerpt (docs/SWISS.md, "Lay questions")."""
 
 

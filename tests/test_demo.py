@@ -81,3 +81,15 @@ def test_each_example_question_finds_its_article_in_the_top_3(demo_index, capsys
     body = _search(capsys, demo_index, question.text)
     top3 = [h["doc_id"] for h in body["hits"][:3]]
     assert expected & set(top3), f"{qid} {question.text!r}: expected {expected}, got {top3}"
+
+
+@pytest.mark.parametrize("qid", [f"c0{i}{lang}" for i, lang in
+                                 ((1, "de"), (2, "de"), (3, "fr"), (4, "fr"), (5, "it"), (6, "it"), (7, "en"),
+                                  (8, "en"))])
+def test_an_article_the_question_cites_comes_first(demo_index, capsys, qid: str) -> None:
+    dataset = Dataset(EXAMPLE)
+    question = next(q for q in dataset.queries("cites") if q.qid == qid)
+    (expected,) = dataset.qrels("cites")[qid]
+    work = expected.rsplit("-", 1)[0]  # any language version of the article
+    top = _search(capsys, demo_index, question.text)["hits"][0]["doc_id"]
+    assert top.rsplit("-", 1)[0] == work, f"{qid} {question.text!r}: expected {work} first, got {top}"
