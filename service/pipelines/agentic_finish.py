@@ -26,7 +26,7 @@ from service.corpus.model import Hit, Query
 from service.models import TrainedModels
 from service.pipelines.agentic_state import AgenticState
 from service.pipelines.base import SearchResponse
-from service.pipelines.candidates import fetch, pool_order
+from service.pipelines.candidates import answer_order, fetch
 from service.pipelines.issue_pool import RESERVE, IssueEvidence, balance
 from service.pipelines.resources import IndexResources
 from service.rerank.base import RerankContext, Reranker, RerankerParts, choose_reranker
@@ -64,7 +64,8 @@ class AgenticFinish:
         with watch.stage("features"):
             features = pool_features(pool, self.feature_context(state, resources, models), rows=hits)
         learned_order = learned if reranker.reads_documents else None
-        light_order = [] if reranker.uses_features or learned_order is not None else pool_order(state, resources.graph)
+        light_order = ([] if reranker.uses_features or learned_order is not None
+                       else answer_order(state, resources.graph))
         context = RerankContext(features=features, feature_names=FEATURE_NAMES, fallback=light_order,
                                 budget=state.llm_budget(self.settings.llm))
         with watch.stage("rerank"):

@@ -3,8 +3,9 @@
 The pool maps document ids to hits. Every source that adds candidates (the hybrid fusion, the
 memory of training questions, the law-prefiltered pass, each agent's rewrites) leaves its
 provenance on the hit, so the trace says how every result was found. The heuristic ("light")
-order ranks the pool before any trained reranker: the articles the question cites first, then the
-z-scored hybrid score, plus agent finds, memory votes, the prefilter rank and the priors.
+order ranks the pool before any trained reranker: the z-scored hybrid score, plus agent finds, memory
+votes, the prefilter rank and the priors; a search without a trained reranker answers in it, with the
+articles the question cites ahead (:func:`answer_order`).
 
 Example::
 
@@ -30,10 +31,11 @@ AGENT_WEIGHT = 2.0
 """Pool order: weight of an agent find (``1 / (10 + rank)`` per rewrite) next to the z-scored hybrid score."""
 
 CITED_WEIGHT = 10.0
-"""Pool order: the bonus of an article the question names ("nach § 535", "Art. 41 OR"), which puts those
-articles ahead of the rest (z-scored fusion scores stay within a few units). Without a trained reranker
-the question's own citations are the surest evidence there is: on the Swiss exam questions that cite
-articles, label-free agentic R@10 / MRR@10 0.30 / 0.21 -> 0.41 / 0.42 (docs/BENCHMARKS.md)."""
+"""Answer order without a trained reranker: the bonus of an article the question names ("nach § 535",
+"Art. 41 OR"), which puts those articles ahead of the rest (z-scored fusion scores stay within a few
+units). Without a trained reranker the question's own citations are the surest evidence there is: on
+the Swiss exam questions that cite articles, label-free agentic R@10 / MRR@10 0.30 / 0.21 -> 0.41 / 0.42
+(docs/BENCHMARKS.md, "Articles the question names")."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -86,8 +88,7 @@ def pool_order(state: AgenticState, graph: CorpusGraph) -> list[str]:
 
 
 def _pool_order_ids(state: AgenticState, graph: CorpusGraph) -> list[str]:
-    """The pool in its heuristic order: the cited articles, then z-scored hybrid score, agent finds, memory,
-    prefilter and priors.
+    """The pool in its heuristic order: z-scored hybrid score, agent finds, memory, prefilter and priors.
 
     Each hit's ``score`` becomes its heuristic score (the ``none`` reranker keeps them).
     """
@@ -100,14 +101,26 @@ def _pool_order_ids(state: AgenticState, graph: CorpusGraph) -> list[str]:
         value += AGENT_WEIGHT * sum(10.0 / (10 + p.rank) for p in h.provenance if p.round >= 1) / 10.0
         if "prefilter" in h.ranks:
             value += 1.0 / math.sqrt(h.ranks["prefilter"])
-        if "cited" in h.ranks:
-            value += CITED_WEIGHT
         value += priors.bonus(h.doc_id)
         scores.append(value)
     for h, s in zip(hits, scores, strict=True):
         h.score = s
     order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))
     return [hits[i].doc_id for i in order]
+
+
+def answer_order(state: AgenticState, graph: CorpusGraph) -> list[str]:
+    """The order a search answers in when no trained reranker ranks its pool: the heuristic order
+    (:func:`pool_order`, which the agents read as their evidence) with the articles the question cites
+    ahead. Their light scores rise by :data:`CITED_WEIGHT`, so the scores still descend and a score-cliff
+    cut sees the gap. The finish step calls it once per search."""
+    order = pool_order(state, graph)
+    cited = [d for d in order if "cited" in state.pool[d].ranks]
+    if not cited:
+        return order
+    for doc_id in cited:
+        state.pool[doc_id].score += CITED_WEIGHT
+    return sorted(order, key=lambda d: -state.pool[d].score)
 
 
 def links(state: AgenticState, graph: CorpusGraph) -> int:
