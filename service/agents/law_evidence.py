@@ -67,6 +67,21 @@ def named_laws(text: str, laws: Iterable[str]) -> set[str]:
     return found
 
 
+def mentioned_laws(question: str, corpus_laws: Iterable[str]) -> list[str]:
+    """Every name, in each language, of the acts the question names or cites ("nach dem OR", "art. 41
+    CO"), in the index's order: the law evidence that needs no training (a French question that names
+    the *CO* names the German *OR* documents too).
+
+    Example::
+
+        mentioned_laws("Que dit l'art. 41 CO ?", ("OR", "ZGB", "CO", "CC"))   # ['OR', 'CO']
+    """
+    table = _law_table(tuple(corpus_laws))
+    found = named_laws(question, table.known) | cited_laws(question, table.known, table.aliases)
+    acts = {law_alias(law) for law in found}
+    return [law for law in table.laws if law_alias(law) in acts]
+
+
 def cited_laws(text: str, laws: Iterable[str], aliases: Mapping[str, str] | None = None) -> set[str]:
     """Laws of ``laws`` whose articles the text cites (``Art. 41 Abs. 1 OR``, ``art. 41 CO``).
 

@@ -235,6 +235,8 @@ def law_alias(name: str) -> str:
     stripped = folded.rstrip(".")
     if stripped in _LAW_ALIASES:
         return _LAW_ALIASES[stripped]
+    if len(folded) < _GENITIVE_MIN_CHARS:
+        return text
     # German genitive forms: "des Zivilgesetzbuches", "des Obligationenrechts".
     base = " ".join(_german_nominative(word) for word in folded.split())
     if base in _LAW_ALIASES:
@@ -265,6 +267,12 @@ _GERMAN_ENDINGS = (
     ("gesetzes", "gesetz"), ("buches", "buch"), ("buchs", "buch"), ("buche", "buch"), ("rechts", "recht"),
     ("abkommens", "abkommen"),
 )
+
+
+_GENITIVE_MIN_CHARS = 8
+"""Only names this long are read as German genitives: a long law name ends in *-es* or *-s* there
+("Obligationenrechts"), while a short word that loses its *s* becomes an abbreviation (English
+"costs" would read as Italian "Cost.", the Constitution)."""
 
 
 def _german_nominative(word: str) -> str:

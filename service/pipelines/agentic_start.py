@@ -26,7 +26,7 @@ import numpy as np
 
 from service.agents.base import AgentName, Evidence
 from service.agents.factory import AgentFactory
-from service.agents.law_evidence import LawEvidence
+from service.agents.law_evidence import LawEvidence, mentioned_laws
 from service.agents.prefilter import (
     LawPrediction,
     LlmLawPredictor,
@@ -131,7 +131,10 @@ class AgenticStart:
         return state
 
     def _predict_laws(self, state: AgenticState, models: TrainedModels | None, resources: IndexResources) -> None:
-        if models is None or models.law_classifier is None:
+        if models is None:
+            self._mentioned_laws(state, resources)
+            return
+        if models.law_classifier is None:
             state.law = {"mode": "none", "laws": []}
             return
         clf = models.law_classifier
@@ -157,6 +160,18 @@ class AgenticStart:
         state.law["laws"] = [[law, p] for law, p in itertools.islice(likely, 50)]
         order = np.argsort(-section_p)[:50]
         state.law["sections"] = {clf.sections[i]: float(section_p[i]) for i in order if section_p[i] > 1e-4}
+
+    def _mentioned_laws(self, state: AgenticState, resources: IndexResources) -> None:
+        """Without a model folder, the acts the question names or cites are its law prediction, in equal
+        shares (``mode`` "named"): they narrow the prefilter pass and weigh in the pool's heuristic order.
+        Nothing on an index of one law, or for a question that names none."""
+        laws = resources.graph.laws()
+        named = mentioned_laws(state.request["query"], laws) if len({law_alias(x) for x in laws if x}) > 1 else []
+        if not named:
+            state.law = {"mode": "none", "laws": []}
+            return
+        share = 1.0 / len({law_alias(law) for law in named})
+        state.law = {"mode": "named", "laws": [[law, share] for law in named]}
 
     def _consult_memory(self, state: AgenticState, models: TrainedModels | None, resources: IndexResources) -> None:
         if models is None or models.memory is None:

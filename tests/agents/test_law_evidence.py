@@ -12,6 +12,7 @@ from service.agents.law_evidence import (
     LawEvidence,
     LawMixer,
     cited_laws,
+    mentioned_laws,
     named_laws,
     retrieval_shares,
     top_k_accuracy,
@@ -32,6 +33,13 @@ def test_named_laws_by_abbreviation_and_by_name() -> None:
 def test_cited_laws_resolve_other_languages() -> None:
     assert cited_laws("Gemäss Art. 725 Abs. 2 OR und art. 8 CC", LAWS) == {"OR", "ZGB"}
     assert cited_laws("Art. 12 IPRG", LAWS) == set()
+
+
+def test_mentioned_laws_name_every_language_version_of_an_act() -> None:
+    index_laws = ("OR", "ZGB", "CO", "CC", "BV", "Cost.", "Cst.")
+    assert mentioned_laws("Que dit l'art. 41 CO ?", index_laws) == ["OR", "CO"]
+    assert mentioned_laws("Was gilt nach dem Obligationenrecht und dem ZGB?", index_laws) == ["OR", "ZGB", "CO", "CC"]
+    assert mentioned_laws("Who pays the costs of the trial?", index_laws) == []
 
 
 def test_retrieval_shares_weigh_ranks() -> None:

@@ -104,6 +104,9 @@ def test_law_alias_values() -> None:
     assert law_alias("税收征管法") == "税收征收管理法"
     assert law_alias("Telekommunikationsgesetz") == "Telekommunikationsgesetz"  # unknown: unchanged
     assert law_alias("  BGB ") == "BGB"
+    # German genitives of long names only: English "costs" is not Italian "Cost." (the Constitution)
+    assert law_alias("Obligationenrechts") == "OR" and law_alias("Zivilgesetzbuches") == "ZGB"
+    assert law_alias("costs") == "costs" and law_alias("Cost.") == "BV"
 
 
 # --------------------------------------------------------------------------------------------------

@@ -101,6 +101,15 @@ def test_articles_the_question_cites_join_the_pool(runtime: Runtime) -> None:
     assert not [h for h in bare.pool.values() if "cited" in h.ranks]
 
 
+def test_without_a_model_the_acts_the_question_names_are_its_law_prediction(runtime: Runtime) -> None:
+    trace = runtime.pipeline("agentic").run(_request("Haftet der Hundehalter nach dem OR?")).trace
+    assert trace["law_prediction"]["mode"] == "named"
+    assert trace["law_prediction"]["laws"] == [["OR", 1.0], ["CO", 1.0]]  # the German and English names
+    assert trace["prefilter"]["laws"] and trace["prefilter"]["hits"] > 0
+    unnamed = runtime.pipeline("agentic").run(_request("Haftet der Hundehalter?")).trace
+    assert unnamed["law_prediction"]["mode"] == "none"
+
+
 def test_in_an_index_of_one_law_a_bare_article_number_names_its_article(backend, runtime, mini_docs,
                                                                         use_embedder) -> None:
     # ... but in an index of one law (its German "OR" and English "CO" versions) it names that law's.
