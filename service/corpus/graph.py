@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from service.corpus.citations import article_of
+from service.corpus.citations import article_of, law_alias
 from service.corpus.model import LegalDoc
 from service.corpus.views import parent_headings
 
@@ -77,6 +77,7 @@ class CorpusGraph:
         self._cited_by = cited_by
         self._by_key = by_key or {}
         self._citations = citations or {}
+        self._acts: frozenset[str] | None = None
 
     @classmethod
     def build(cls, docs: Iterable[LegalDoc]) -> CorpusGraph:
@@ -147,6 +148,13 @@ class CorpusGraph:
     def laws(self) -> tuple[str, ...]:
         """Every law of the corpus ('' for documents without one); the same tuple on every call."""
         return self._laws
+
+    def acts(self) -> frozenset[str]:
+        """The acts of the corpus: its laws by :func:`law_alias`, so that the German ``OR`` and the French
+        ``CO`` are one act ('' left out). Computed once (1,338 names for STARD)."""
+        if self._acts is None:
+            self._acts = frozenset(law_alias(law) for law in self._laws if law)
+        return self._acts
 
     def articles_of(self, law: str) -> Sequence[str]:
         """The document ids of one law, in article order."""

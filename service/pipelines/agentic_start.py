@@ -165,8 +165,8 @@ class AgenticStart:
         """Without a model folder, the acts the question names or cites are its law prediction, in equal
         shares (``mode`` "named"): they narrow the prefilter pass and weigh in the pool's heuristic order.
         Nothing on an index of one law, or for a question that names none."""
-        laws = resources.graph.laws()
-        named = mentioned_laws(state.request["query"], laws) if len({law_alias(x) for x in laws if x}) > 1 else []
+        graph = resources.graph
+        named = mentioned_laws(state.request["query"], graph.laws()) if len(graph.acts()) > 1 else []
         if not named:
             state.law = {"mode": "none", "laws": []}
             return
@@ -198,9 +198,8 @@ class AgenticStart:
 
         In an index of one law, a citation without a law name ("§ 535", "Art. 5") names that law's
         article: lay questions about the BGB write "nach § 535" and leave the code unnamed."""
-        laws = {law_alias(law) for law in resources.graph.laws() if law}  # "OR" and "CO" are one code
-        keys = cites_of(state.request["query"], law=next(iter(laws)) if len(laws) == 1 else "",
-                        lang=state.language)
+        acts = resources.graph.acts()
+        keys = cites_of(state.request["query"], law=next(iter(acts)) if len(acts) == 1 else "", lang=state.language)
         ids = list(dict.fromkeys(d for key in keys for d in resources.graph.resolve(key)))
         add_ranked(state.pool, allowed(self.backend, state, ids), "cited")
 

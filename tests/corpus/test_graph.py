@@ -35,6 +35,12 @@ def test_articles_are_ordered_by_number_within_their_law(graph: CorpusGraph) -> 
     assert sorted(graph.laws()) == ["OR", "ZGB"] and len(graph) == 5 and "or-1" in graph
 
 
+def test_the_acts_of_a_corpus_count_each_code_once_in_every_language() -> None:
+    trilingual = CorpusGraph.build([doc("or-1", "Art. 1 OR", "OR"), doc("co-1", "art. 1 CO", "CO", lang="fr"),
+                                    doc("cc-1", "art. 1 CC", "CC", lang="fr"), doc("x", "Art. 1", "")])
+    assert trilingual.acts() == {"OR", "ZGB"} and len(trilingual.laws()) == 4
+
+
 def test_sections_list_their_articles_and_citations_are_kept(graph: CorpusGraph) -> None:
     assert list(graph.section_articles("OR#0")) == ["or-1", "or-2", "or-2a", "or-3"]
     assert list(graph.section_articles("OR#1")) == [] and list(graph.section_articles("OR")) == []
