@@ -17,6 +17,7 @@ from service.indexing import index_documents
 from service.pipelines.agentic import AgenticOptions, AgenticPipeline, AgenticState, StepResult
 from service.pipelines.base import SearchRequest
 from service.pipelines.build import Runtime, pipeline_names
+from service.pipelines.candidates import CITED_WEIGHT, answer_order, pool_order
 from service.pipelines.hybrid import HybridPipeline
 from service.tracing import Stopwatch
 from tests.support.counting_backend import CountingBackend
@@ -313,3 +314,18 @@ def test_failed_llm_decomposition_falls_back_to_the_offline_issues(backend, use_
     trace = _llm_runtime(backend, use_embedder, openai_server).pipeline("agentic").run(_request()).trace
     assert trace["issues"]["mode"] == "offline" and trace["issues"]["fallback"] == "http_500"
     assert trace["issues"]["count"] == 2
+
+
+def test_the_answer_order_puts_the_cited_articles_ahead_once(runtime: Runtime) -> None:
+    pipe = runtime.pipeline("agentic")
+    assert isinstance(pipe, AgenticPipeline)
+    state = pipe.start(_request("Haftet der Hundehalter nach Art. 56 OR oder nach Art. 41 OR?"))
+    graph = pipe._resources(state).graph
+    cited = {d for d, h in state.pool.items() if "cited" in h.ranks}
+    heuristic = {d: state.pool[d].score for d in pool_order(state, graph)}  # what the agents read
+    first = answer_order(state, graph)
+    assert set(first[: len(cited)]) == cited
+    raised = {d: state.pool[d].score - heuristic[d] for d in first}
+    assert all(raised[d] == pytest.approx(CITED_WEIGHT if d in cited else 0.0) for d in first)
+    assert answer_order(state, graph) == first  # a second call raises nothing twice
+    assert all(state.pool[d].score - heuristic[d] == pytest.approx(raised[d]) for d in first)
