@@ -408,7 +408,7 @@ def shared_terms(text: str, language: str) -> Topic:
     and "nous ne devons rien recevoir" share the compulsory share."""
     analyzer = analyzer_for(language)
     whole = analyzer.query_tokens(text)
-    subjects = [rule for rule in analyzer.senses.rules if rule.fires(whole)]
+    subjects = [rule for rule, _ in analyzer.senses.reading(whole).fired]
 
     def terms(span: str) -> list[str]:
         own = analyzer.query_tokens(span)

@@ -215,10 +215,10 @@ class Analyzer:
         weights: dict[str, float] = {}
         for tok in tokens:
             weights[tok] = weights.get(tok, 0.0) + 1.0
-        read = self.senses.read_terms(tokens)
-        for tok, count in self.synonyms.expand(tokens, self.word_stems(text), read=read).items():
+        reading = self.senses.reading(tokens)
+        for tok, count in self.synonyms.expand(tokens, self.word_stems(text), read=reading.read_terms).items():
             weights[tok] = weights.get(tok, 0.0) + SYNONYM_WEIGHT * count
-        return self.senses.reweigh(tokens, weights)
+        return reading.reweigh(weights)
 
     def knows(self, word: str) -> bool:
         """Whether ``word`` is a word of the language's statutes: its word list (``compound_words``,

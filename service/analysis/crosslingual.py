@@ -191,6 +191,7 @@ def translate_term_weights(weights: Mapping[str, float], tokens: list[str], word
             out[tok] = out.get(tok, 0.0) + LEARNED_TRANSLATION_WEIGHT * weight
     into = analyzer_for(target)
     terms = list(translated)
-    for tok, count in into.synonyms.expand(terms, read=into.senses.read_terms(terms)).items():
+    reading = into.senses.reading(terms)
+    for tok, count in into.synonyms.expand(terms, read=reading.read_terms).items():
         out[tok] = out.get(tok, 0.0) + synonym_weight * count
-    return into.senses.reweigh(terms, out)
+    return reading.reweigh(out)

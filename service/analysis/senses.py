@@ -102,27 +102,49 @@ class SenseRules:
         except ValueError as exc:
             raise ValueError(f"{path}: {exc}") from None
 
-    def read_terms(self, tokens: list[str]) -> frozenset[str]:
-        """The terms of the words in ``tokens`` that a rule reads in another sense (the words of every trigger
-        of a firing rule that occurs). Their synonym rules, written for the statute sense, must not fire:
-        "krank" beside "gekündigt" is not the wage during illness."""
+    def reading(self, tokens: list[str]) -> SenseReading:
+        """What the rules read in the question ``tokens``: every rule that fires, found in one pass, for
+        both :attr:`SenseReading.read_terms` (before the synonyms) and :meth:`SenseReading.reweigh` (after)."""
+        fired: list[tuple[SenseRule, tuple[str, ...]]] = []
         read: set[str] = set()
-        for rule in self.rules:
-            if not rule.keeps and rule.fires(tokens) is not None:
-                read.update(term for trigger in rule.triggers if contains(tokens, trigger) for term in trigger)
-        return frozenset(read)
-
-    def reweigh(self, tokens: list[str], weights: dict[str, float]) -> dict[str, float]:
-        """``weights`` (BM25 terms of the question ``tokens``) with each fired rule's word replaced by its
-        reading: the word's terms are dropped (but for a ``+=`` rule, :attr:`SenseRule.keeps`), and each
-        reading term weighs at least what the word did. Returns ``weights`` itself when no rule fires."""
-        if not self.rules:
-            return weights
-        out = weights
         for rule in self.rules:
             trigger = rule.fires(tokens)
             if trigger is None:
                 continue
+            fired.append((rule, trigger))
+            if not rule.keeps:
+                read.update(term for phrase in rule.triggers if contains(tokens, phrase) for term in phrase)
+        return SenseReading(tuple(fired), frozenset(read))
+
+    def read_terms(self, tokens: list[str]) -> frozenset[str]:
+        """:attr:`SenseReading.read_terms` of ``tokens``."""
+        return self.reading(tokens).read_terms
+
+    def reweigh(self, tokens: list[str], weights: dict[str, float]) -> dict[str, float]:
+        """:meth:`SenseReading.reweigh` of ``weights`` by the rules that fire in ``tokens``."""
+        return self.reading(tokens).reweigh(weights)
+
+
+@dataclass(frozen=True)
+class SenseReading:
+    """The sense rules that fire in one question, each with the trigger it found.
+
+    Attributes:
+        fired: the rules that fire, in file order, with their trigger.
+        read_terms: the terms of the words a rule reads in another sense (the words of every trigger of a
+            firing ``=>`` rule that occurs). Their synonym rules, written for the statute sense, must not
+            fire: "krank" beside "gekündigt" is not the wage during illness.
+    """
+
+    fired: tuple[tuple[SenseRule, tuple[str, ...]], ...]
+    read_terms: frozenset[str]
+
+    def reweigh(self, weights: dict[str, float]) -> dict[str, float]:
+        """``weights`` (BM25 terms of the question) with each fired rule's word replaced by its reading: the
+        word's terms are dropped (but for a ``+=`` rule, :attr:`SenseRule.keeps`), and each reading term
+        weighs at least what the word did. Returns ``weights`` itself when no rule fires."""
+        out = weights
+        for rule, trigger in self.fired:
             if out is weights:
                 out = dict(weights)
             take = out.get if rule.keeps else out.pop

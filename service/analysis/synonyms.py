@@ -81,7 +81,7 @@ class SynonymRules:
         """Tokens the rules add for a query (how often each is added); originals are not repeated.
         ``words``: the query's words for triggers matched as phrases (see :meth:`matches`). ``read``: terms
         that fire no rule, because a sense rule reads them in another sense
-        (:meth:`~service.analysis.senses.SenseRules.read_terms`)."""
+        (:attr:`~service.analysis.senses.SenseReading.read_terms`)."""
         added: dict[str, int] = {}
         present = set(tokens)
         if read:

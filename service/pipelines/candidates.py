@@ -113,11 +113,11 @@ def answer_order(state: AgenticState, graph: CorpusGraph) -> list[str]:
     """The order a search answers in when no trained reranker ranks its pool: the heuristic order
     (:func:`pool_order`, which the agents read as their evidence) with the articles the question cites
     ahead. Their light scores rise by :data:`CITED_WEIGHT`, so the scores still descend and a score-cliff
-    cut sees the gap (every call sets the scores anew, so a second call raises nothing twice)."""
-    order = _pool_order_ids(state, graph)
-    cited = [d for d in order if "cited" in state.pool[d].ranks]
+    cut sees the gap (every such call sets the scores anew, so a second call raises nothing twice)."""
+    cited = [d for d, hit in state.pool.items() if "cited" in hit.ranks]
     if not cited:
-        return order
+        return pool_order(state, graph)
+    order = _pool_order_ids(state, graph)
     for doc_id in cited:
         state.pool[doc_id].score += CITED_WEIGHT
     return sorted(order, key=lambda d: -state.pool[d].score)

@@ -136,9 +136,10 @@ class LongQuery:
         for term, weight in _sublinear(Counter(analyzer.query_tokens(self.question))).items():
             weights[term] = weights.get(term, 0.0) + QUESTION_WEIGHT * weight
         words = analyzer.word_stems(self.text)
-        for term, count in analyzer.synonyms.expand(tokens, words, read=analyzer.senses.read_terms(tokens)).items():
+        reading = analyzer.senses.reading(tokens)
+        for term, count in analyzer.synonyms.expand(tokens, words, read=reading.read_terms).items():
             weights[term] = weights.get(term, 0.0) + SYNONYM_WEIGHT * (1.0 + math.log(max(1.0, count)))
-        weights = analyzer.senses.reweigh(tokens, weights)
+        weights = reading.reweigh(weights)
         into = glossary_into(lang, languages) if languages and lang not in languages else None
         if into is None:
             return weights
