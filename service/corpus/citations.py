@@ -29,6 +29,10 @@ Decisions worth knowing:
   ``依照第五条``) is resolved to the document's own law, the ``law`` argument. A name of another law that
   is too generic to identify it (``des Bundesgesetzes vom …``, ``of the Federal Act of …``) gives ``law=""``;
   such citations are extracted but have no linking key in :func:`cites_of`.
+- A citation without a law name read together with the next one takes that one's law: ``Art. 41 Abs. 1
+  i.V.m. Art. 97 OR`` cites Art. 41 OR (also ``in Verbindung mit``, ``en relation avec``, ``in combinazione
+  con``, ``read with``), unless the two are numbered differently (``§ 312d i.V.m. Artikel 246a EGBGB``).
+  ``Art. 19 Abs. 1 i.V.m. Abs. 2 BetmG`` is one citation of Art. 19 BetmG, with its first paragraph.
 - Ranges of plain numbers (``Art. 41–45``, ``§§ 1 bis 5``, ``第十条至第十五条``) expand to every article
   when they span at most :data:`MAX_RANGE` articles, else to their two ends; ``Art. 41 f.`` means 41 and 42,
   ``Art. 41 ff.`` only 41. ``N-M`` with a hyphen is a Japanese branch number (``Article 398-2``) when
@@ -471,12 +475,22 @@ _DETAIL = (
     rf"(?:,?\s*(?:{_DETAIL_ONE})(?:\s*(?:,|und|and|bis|–|-)\s*\d{{1,2}}[a-z]?\b(?!\s*(?:Abs|para|al\.)))*)"
 )
 _SUBSECTION = r"(?:\s*§\s*\d+[a-z]?)"  # Artikel 246a § 1 EGBGB
-_TAIL = rf"(?:{_SUBSECTION}|{_PARA}|{_DETAIL})*"
+# "read together with": "Art. 19 Abs. 1 i.V.m. Abs. 2 BetmG", "art. 41 al. 1 en relation avec l'art. 97 CO".
+_CONNECTOR = (
+    r"(?:i\.\s?V\.\s?m\.|iVm\b\.?|in\s+Verbindung\s+mit|en\s+relation\s+avec|en\s+lien\s+avec"
+    r"|en\s+corrélation\s+avec|in\s+relazione\s+con|in\s+combinazione\s+con|in\s+connection\s+with"
+    r"|in\s+conjunction\s+with|read\s+with)"
+)
+# Another paragraph of the same article, joined by a connector: "Abs. 1 i.V.m. Abs. 2".
+_JOINED_PARA = rf"(?:,?\s*{_CONNECTOR}(?=\s*{_PARA_WORD}))"
+_TAIL = rf"(?:{_SUBSECTION}|{_PARA}|{_DETAIL}|{_JOINED_PARA})*"
 _ITEM = rf"{_NUM}(?:\s*(?:ff\.?|f\.)(?![\w])|\s*{_RANGE_WORD}\s*(?:{_MARKER}\s*)?{_NUM})?{_TAIL}"
 _ITEM_RE = re.compile(
     rf"(?P<num>{_NUM})(?:\s*(?P<ff>ff\.?|f\.)(?![\w])|\s*{_RANGE_WORD}\s*(?:{_MARKER}\s*)?(?P<to>{_NUM}))?"
     rf"(?P<tail>{_TAIL})"
 )
+_CONNECTOR_RE = re.compile(_CONNECTOR)
+_CONNECTOR_ONLY = re.compile(rf"\s*,?\s*{_CONNECTOR}\s*(?:(?:l['’]|coll['’]|the\s+|dem\s+|den\s+|les\s+|gli\s+)\s*)?")
 _TAIL_TOKEN = re.compile(
     rf"§\s*(?P<sub>\d+[a-z]?)|{_PARA_WORD}\s*\(?(?P<p>{_PNUM})\)?|\((?P<pp>\d{{1,2}}[a-z]?)\)|(?P<d>{_DETAIL_ONE})"
 )
@@ -544,8 +558,10 @@ def _latin_law(match: re.Match[str], own: str) -> tuple[str, bool]:
     return own, False  # no law named (or "of the Family Court"): the document's own law
 
 
-def _latin_citations(match: re.Match[str], own: str, *, expand: bool) -> list[Citation]:
-    law, explicit = _latin_law(match, own)
+def _latin_citations(match: re.Match[str], own: str, *, expand: bool, law: str | None = None) -> list[Citation]:
+    """The citations of one Latin-script match; ``law``, when given, is the law of a match that names none
+    (read together with the next citation), as if the text named it."""
+    law, explicit = _latin_law(match, own) if law is None else (law, False)
     marker = match["marker"]
     if not explicit and law and (marker.startswith("§") != (_default_sign(law) == _SIGN_SECTION)):
         law = ""  # "Artikel 5" inside the BGB, "§ 5" inside a Swiss code: some other, unnamed law
@@ -559,7 +575,8 @@ def _latin_citations(match: re.Match[str], own: str, *, expand: bool) -> list[Ci
             number, to = base, branch  # "Art. 41-45": a range; "Article 398-2": a branch number
         paragraph = ""
         details: list[str] = []
-        for token in _TAIL_TOKEN.finditer(item["tail"] or ""):
+        tail = _CONNECTOR_RE.split(item["tail"] or "", maxsplit=1)[0]  # the first paragraph's details only
+        for token in _TAIL_TOKEN.finditer(tail):
             if token["sub"]:
                 details.insert(0, f"§ {token['sub']}")
             elif token["d"]:
@@ -871,11 +888,7 @@ def extract(text: str, *, law: str = "", lang: str = "") -> list[Citation]:
         if "/" in text:
             found.extend((m.start(), m.end(), [_decision_citation(m)]) for m in _DOCKET.finditer(text))
         if "§" in text or "rt" in text:
-            found.extend(
-                (m.start(), m.end(), _latin_citations(m, own, expand=True))
-                for m in _LATIN.finditer(text)
-                if not text.startswith("**", m.start() - 2)  # a bold Markdown article heading, not a citation
-            )
+            found.extend(_extract_latin(text, own))
     if (not lang or lang == "zh") and "条" in text:
         found.extend(_extract_zh(text, own))
     found.sort(key=lambda f: f[0])
@@ -888,6 +901,25 @@ def extract(text: str, *, law: str = "", lang: str = "") -> list[Citation]:
         for citation in citations:
             out.setdefault(citation)
     return list(out)
+
+
+def _extract_latin(text: str, own: str) -> list[tuple[int, int, list[Citation]]]:
+    """The Latin-script citations of ``text``. A citation without a law name that is read together with the
+    next one ("Art. 41 Abs. 1 i.V.m. Art. 97 OR", "§ 573 i.V.m. § 573c BGB") takes that one's law."""
+    matches = [m for m in _LATIN.finditer(text)
+               if not text.startswith("**", m.start() - 2)]  # a bold Markdown article heading, not a citation
+    laws = [_latin_law(m, own) for m in matches]
+    found = [(m.start(), m.end(), _latin_citations(m, own, expand=True)) for m in matches]
+    for i in range(len(matches) - 2, -1, -1):  # backwards, so that a chain of connectors passes the law on
+        named, (next_law, next_named) = laws[i][1], laws[i + 1]
+        if named or not next_named or not next_law:
+            continue
+        if matches[i]["marker"].startswith("§") != (_default_sign(next_law) == _SIGN_SECTION):
+            continue  # "§ 312d i.V.m. Artikel 246a EGBGB": numbered otherwise, so another law
+        if _CONNECTOR_ONLY.fullmatch(text, matches[i].end(), matches[i + 1].start()):
+            laws[i] = (next_law, True)
+            found[i] = (found[i][0], found[i][1], _latin_citations(matches[i], own, expand=True, law=next_law))
+    return found
 
 
 def _extract_zh(text: str, own: str) -> list[tuple[int, int, list[Citation]]]:

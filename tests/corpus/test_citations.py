@@ -344,6 +344,42 @@ def test_extract_generic_other_law_has_no_key() -> None:
     assert cites_of(text, law="ZGB") == ()
 
 
+def test_extract_read_together_with_the_next_citation_takes_its_law() -> None:
+    assert keys("Art. 41 Abs. 1 i.V.m. Art. 97 OR") == ["OR art. 41", "OR art. 97"]
+    assert keys("Art. 41 i.V.m. Art. 42 in Verbindung mit Art. 97 Abs. 1 OR") == [
+        "OR art. 41", "OR art. 42", "OR art. 97",
+    ]
+    assert keys("§ 573 Abs. 2 Nr. 2 iVm § 573c BGB") == ["BGB § 573", "BGB § 573c"]
+    assert keys("art. 41 al. 1 en relation avec l'art. 97 CO") == ["OR art. 41", "OR art. 97"]
+    assert keys("art. 41 cpv. 1 in combinazione con l’art. 97 CO") == ["OR art. 41", "OR art. 97"]
+    assert keys("Article 14 read with Article 21 of the Constitution") == [
+        "Constitution art. 14", "Constitution art. 21",
+    ]
+    # Art. 74 HRegV (swiss-cv de): the ordinance cites the OR, not itself
+    text = "(Art. 652e i. V. m. Art. 781 Abs. 5 Ziff. 4 OR);"
+    assert keys(text, law="HRegV") == ["OR art. 652e", "OR art. 781"]
+    # a law the first citation names is kept, and so is a citation that only stands near the next
+    assert keys("Art. 8 ZGB i.V.m. Art. 97 OR") == ["ZGB art. 8", "OR art. 97"]
+    assert keys("Art. 5 regelt, was Art. 97 OR vorsieht") == ["art. 5", "OR art. 97"]
+
+
+def test_extract_read_together_keeps_a_law_numbered_otherwise() -> None:
+    # § 312e BGB: the BGB's own paragraph, read with an article of the EGBGB
+    text = "§ 312d Absatz 1 in Verbindung mit Artikel 246a § 1 Absatz 1 Satz 1 Nummer 3 des Einführungsgesetzes"
+    assert keys(text + " zum Bürgerlichen Gesetzbuche", law="BGB") == ["BGB § 312d", "EGBGB art. 246a"]
+    # § 357b BGB: an EGBGB article read with one of its own sections
+    text = ("Pflichtangaben nach Artikel 247 § 12 Absatz 1 in Verbindung mit § 6 Absatz 2 des "
+            "Einführungsgesetzes zum Bürgerlichen Gesetzbuche")
+    assert keys(text, law="BGB")[0] == "EGBGB art. 247"
+    assert keys("Art. 5 i.V.m. § 573 BGB") == ["art. 5", "BGB § 573"]
+
+
+def test_extract_another_paragraph_read_together_is_the_same_article() -> None:
+    found = extract("Art. 19 Abs. 1 Bst. b i.V.m. Abs. 2 Bst. a BetmG")
+    assert [str(c) for c in found] == ["Art. 19 Abs. 1 lit. b BetmG"]
+    assert keys("art. 19 al. 1 let. b en relation avec al. 2 let. a LStup") == ["LStup art. 19"]
+
+
 def test_extract_skips_bold_markdown_article_headings() -> None:
     # Art. 908 OR (swiss-law de): the next article's heading was glued to the text
     text = "des Aktienrechts entsprechend anwendbar.\n**Art. 909** und **910**"
