@@ -109,6 +109,14 @@ parts, agentic R@10 0.3890 → 0.4075 and 0.3469 → 0.3607. With that, 10 chara
 gained another 0.010–0.013 there, for 0.001 of STARD dev R@10 (8: dev −0.005; docs/BENCHMARKS.md,
 "Questions of four and five issues")."""
 
+CONNECTIVES = {
+    "zh": ("另外", "此外", "还有", "再者", "再有", "其次", "其二", "第二", "第三", "最后", "另一个问题是", "另一个问题",
+           "我还想问", "还想问", "我还想咨询", "还想咨询", "顺便问一下", "顺便问"),
+}
+"""Per language, the connectives that open another issue when they stand as a clause of their own ("…，还有，
+别人欠钱不还，…", "…。另外，…"). Such a clause joins the clause after it, and the boundary before it is
+cut before any other: spans on either side merge only when the question has more issues than its cap."""
+
 UNTRAINED_STATEMENT_LANGUAGES = frozenset({"de", "fr", "it", "en"})
 """Languages whose short told-then-asked questions are cut at their statements without a topic model.
 On lay questions of the Swiss excerpt joined two or three at a time and told as one story (only the
@@ -167,12 +175,17 @@ at length."""
 _UNIT_ZH = re.compile(r"(?<=[？?！!。；;])|(?<=[，,])")
 _UNIT_LATIN = re.compile(r"(?<=[?!;])\s+|(?<=[.])\s+(?=[A-ZÄÖÜÀ-Ý0-9])|\s+(?=\d\s?[.)]\s)")
 _QUESTION_ZH = re.compile(
-    r"[？?]|吗|么|什么|怎么|怎样|如何|能否|可否|是否|哪|谁|多少|多久|多长|几[个年天月次]|为何|为什么|有没有|能不能|"
+    r"[？?]|吗|(?<![那这要多])么|什么|怎么|怎样|如何|能否|可否|是否|哪|谁|多少|多久|多长|几[个年天月次]|为何|为什么|有没有|能不能|"
     r"可不可以|要不要|该不该|会不会|有哪些|区别")
 _QUESTION_LATIN = re.compile(r"\?")
+_CONNECTIVE = {lang: re.compile("(?:" + "|".join(sorted(words, key=len, reverse=True)) + r")\s*[，,：:]")
+               for lang, words in CONNECTIVES.items()}
 _PARTY = re.compile(r"(?<![\w'’-])([A-Z])(?![\w'’-])")
 _CLAUSE_JOIN = {lang: re.compile(r",?\s+(?:" + "|".join(words) + r")\s+(?=\S)")
                 for lang, words in UNTRAINED_CLAUSE_JOINS.items()}
+
+_OPENED = -2.0
+"""The similarity given to two spans when a connective opens the second: below every cosine."""
 
 Topic = Callable[[str], np.ndarray]
 """A text's topic vector (e.g. the law classifier's term evidence per section); spans are compared by cosine."""
@@ -261,6 +274,13 @@ def _asks_at_the_end(asking: list[bool]) -> bool:
     return runs == 1 and asking.index(True) >= STATEMENT_LEAD
 
 
+def opens_issue(text: str, start: int, language: str) -> bool:
+    """Whether a connective clause (:data:`CONNECTIVES`) opens the text at ``start``, so that another issue
+    begins there."""
+    pattern = _CONNECTIVE.get(language)
+    return pattern is not None and pattern.match(text, start) is not None
+
+
 def issue_cap(language: str) -> int:
     """The most issues a question in ``language`` may have (:data:`MAX_ISSUES`)."""
     return MAX_ISSUES.get(language, MAX_ISSUES["default"])
@@ -329,6 +349,8 @@ def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_
         when it has no topic of its own (a connective such as "还有，" leads into what follows)."""
         if i == 0:
             return 0
+        if i < len(spans) - 1 and opens_issue(text, spans[i][0], language):
+            return i
         if not statements or i == len(spans) - 1:
             return i - 1
         own = topic_of(i)
@@ -347,7 +369,13 @@ def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_
                 break
     if topic is not None:
         # neighbour cosines kept up to date: a merge changes only the two next to the merged span
-        sims = [_cosine(topic_of(i), topic_of(i + 1)) for i in range(len(spans) - 1)]  # type: ignore[arg-type]
+
+        def similarity(i: int) -> float:
+            if opens_issue(text, spans[i + 1][0], language):
+                return _OPENED  # cut before a connective clause: merged last, and only above the cap
+            return _cosine(topic_of(i), topic_of(i + 1))  # type: ignore[arg-type]
+
+        sims = [similarity(i) for i in range(len(spans) - 1)]
         while len(spans) > 1:
             best = int(np.argmax(sims))
             if sims[best] < same_topic and len(spans) <= max_issues:
@@ -356,9 +384,10 @@ def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_
             del sims[best]
             for i in (best - 1, best):
                 if 0 <= i < len(sims):
-                    sims[i] = _cosine(topic_of(i), topic_of(i + 1))  # type: ignore[arg-type]
-    while len(spans) > max_issues:  # no topic model: merge the shortest neighbours first
-        i = min(range(len(spans) - 1), key=lambda j: spans[j + 1][1] - spans[j][0])
+                    sims[i] = similarity(i)
+    while len(spans) > max_issues:  # no topic model: merge the shortest neighbours first, across a connective last
+        i = min(range(len(spans) - 1),
+                key=lambda j: (opens_issue(text, spans[j + 1][0], language), spans[j + 1][1] - spans[j][0]))
         merge(i)
     return [Issue(text[a:b], a, b) for a, b in spans]
 

@@ -38,6 +38,7 @@ def test_units_split_sentences_and_chinese_clauses() -> None:
 def test_questions_are_marks_or_chinese_question_words() -> None:
     assert asks("公司能否解除合同", "zh") and asks("押金怎么退", "zh") and asks("Was nun?", "de")
     assert not asks("我被公司辞退了", "zh") and not asks("Ich wurde gekündigt.", "de")
+    assert asks("可以退押金么", "zh") and not asks("那么债务人还可以向保理商主张该抗辩。", "zh")  # 那么: "then"
 
 
 def test_a_single_issue_question_is_one_issue() -> None:
@@ -147,6 +148,28 @@ def test_a_short_statement_joins_the_neighbour_on_its_topic() -> None:
     assert [i.text for i in segment_issues(text, "zh", _labour_or_traffic)] == [
         "公司把我辞退了，不给补偿金，拖欠我两个月的工资没发。",  # "还有，" has no topic: it leads into what follows
         "还有，我被车撞了，对方全责不赔医药费，我该怎么办？"]
+
+
+def test_a_connective_clause_opens_the_next_issue() -> None:
+    # "还有，" carries a term the topic model knows: by topic alone it joined the labour clause before it
+    def topic(span: str) -> np.ndarray:
+        return _labour_or_traffic(span) + np.array([0.5, 0.0]) * span.count("还有")
+
+    text = "公司把我辞退了，不给补偿金，拖欠我两个月的工资没发。还有，我被车撞了，对方全责不赔医药费，我该怎么办？"
+    assert [i.text for i in segment_issues(text, "zh", topic)] == [
+        "公司把我辞退了，不给补偿金，拖欠我两个月的工资没发。",
+        "还有，我被车撞了，对方全责不赔医药费，我该怎么办？"]
+    # a cut before a connective stands even where the topics agree; spans merge across it only above the cap
+    same = "公司把我辞退了，不给补偿金。另外，拖欠我两个月的工资没发，我该怎么办？"
+    assert [i.text for i in segment_issues(same, "zh", _labour_or_traffic)] == [
+        "公司把我辞退了，不给补偿金。", "另外，拖欠我两个月的工资没发，我该怎么办？"]
+    assert len(segment_issues(same, "zh", _labour_or_traffic, max_issues=1)) == 1
+    asked = "公司辞退我能要补偿吗？另外，房东不退押金怎么办？再问一下邻居噪音扰民怎么处理？"
+    issues = segment_issues(asked, "zh", max_issues=2)  # no topic model: the other neighbours merge first
+    assert [i.text for i in issues] == [
+        "公司辞退我能要补偿吗？", "另外，房东不退押金怎么办？再问一下邻居噪音扰民怎么处理？"]
+    # a connective inside a clause opens nothing ("另外一个港口"; "还有效")
+    assert len(segment_issues("货物从一个港口运到另外一个港口，途中被烧毁了，怎么要求赔偿？", "zh", topic)) == 1
 
 
 def test_statements_on_one_topic_and_short_background_clauses_stay_one_issue() -> None:
