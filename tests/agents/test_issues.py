@@ -172,6 +172,30 @@ def test_a_connective_clause_opens_the_next_issue() -> None:
     assert len(segment_issues("货物从一个港口运到另外一个港口，途中被烧毁了，怎么要求赔偿？", "zh", topic)) == 1
 
 
+@pytest.mark.parametrize(("language", "text", "second"), [
+    ("de", "Mein Vermieter behält die Kaution seit einem Jahr. Was kann ich tun? Er sagt, es gebe Schäden. "
+           "Eine weitere Frage: Mein Arbeitgeber zahlt den Lohn nicht. Darf er das?", "Eine weitere Frage:"),
+    ("de", "Mein Vermieter behält die Kaution seit einem Jahr. Was kann ich tun? Er sagt, es gebe Schäden. "
+           "Außerdem habe ich noch eine andere Frage. Mein Arbeitgeber zahlt den Lohn nicht. Darf er das?", "Außerdem"),
+    ("en", "My landlord has kept my deposit for a year. What can I do? He says there is damage. "
+           "Another question: my employer has not paid my wages. Is that allowed?", "Another question:"),
+    ("fr", "Mon bailleur garde ma caution depuis un an. Que faire ? Il parle de dégâts. "
+           "J'ai une autre question. Mon employeur ne me paie pas. A-t-il le droit ?", "J'ai une autre question."),
+])
+def test_a_sentence_that_announces_another_question_opens_an_issue(language: str, text: str, second: str) -> None:
+    # the statement after the first question ("Er sagt …") stays with it: the announced question starts the next
+    issues = segment_issues(text, language)
+    assert len(issues) == 2 and issues[1].text.startswith(second)
+    assert issues[0].text.endswith(("Schäden.", "damage.", "dégâts."))
+
+
+def test_the_question_of_one_matter_opens_nothing() -> None:
+    text = ("Mein Vermieter behält die Kaution seit einem Jahr. Was kann ich tun? Er sagt, es gebe Schäden. "
+            "Meine Frage: Darf er einfach so viel abziehen?")
+    assert len(segment_issues(text, "de")) == 2  # cut at its questions, as before: "Meine Frage" opens nothing
+    assert segment_issues(text, "de")[1].text.startswith("Er sagt")
+
+
 def test_statements_on_one_topic_and_short_background_clauses_stay_one_issue() -> None:
     one_topic = "公司突然把我辞退了，也不给经济补偿，还拖欠我两个月的工资没有发，我该怎么办？"
     assert len(segment_issues(one_topic, "zh", _labour_or_traffic)) == 1
