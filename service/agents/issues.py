@@ -254,7 +254,8 @@ def _cosine(p: np.ndarray, q: np.ndarray) -> float:
 
 def question_spans(text: str, language: str, units: list[tuple[int, int]] | None = None) -> list[list[int]]:
     """Candidate issues: runs of units that each end in a question (``[start, end]`` offsets); units
-    after the last question join the last run. One span (the whole text) when nothing asks.
+    after the last question join the last run, and a unit that announces another issue
+    (:data:`CONNECTIVES`) starts a run. One span (the whole text) when nothing asks or announces.
     ``units``: the text's :func:`units_of`, when the caller has them."""
     units = units_of(text, language) if units is None else units
     return _spans_of(units, [asks(text[a:b], language) for a, b in units],

@@ -558,10 +558,11 @@ def _latin_law(match: re.Match[str], own: str) -> tuple[str, bool]:
     return own, False  # no law named (or "of the Family Court"): the document's own law
 
 
-def _latin_citations(match: re.Match[str], own: str, *, expand: bool, law: str | None = None) -> list[Citation]:
-    """The citations of one Latin-script match; ``law``, when given, is the law of a match that names none
-    (read together with the next citation), as if the text named it."""
-    law, explicit = _latin_law(match, own) if law is None else (law, False)
+def _latin_citations(match: re.Match[str], own: str, *, expand: bool,
+                     named: tuple[str, bool] | None = None) -> list[Citation]:
+    """The citations of one Latin-script match; ``named`` is its ``(law, explicit)`` when the caller has it
+    (:func:`_latin_law`), or the law it takes from the citation it is read together with (not explicit)."""
+    law, explicit = _latin_law(match, own) if named is None else named
     marker = match["marker"]
     if not explicit and law and (marker.startswith("§") != (_default_sign(law) == _SIGN_SECTION)):
         law = ""  # "Artikel 5" inside the BGB, "§ 5" inside a Swiss code: some other, unnamed law
@@ -909,7 +910,8 @@ def _extract_latin(text: str, own: str) -> list[tuple[int, int, list[Citation]]]
     matches = [m for m in _LATIN.finditer(text)
                if not text.startswith("**", m.start() - 2)]  # a bold Markdown article heading, not a citation
     laws = [_latin_law(m, own) for m in matches]
-    found = [(m.start(), m.end(), _latin_citations(m, own, expand=True)) for m in matches]
+    found = [(m.start(), m.end(), _latin_citations(m, own, expand=True, named=named))
+             for m, named in zip(matches, laws, strict=True)]
     for i in range(len(matches) - 2, -1, -1):  # backwards, so that a chain of connectors passes the law on
         named, (next_law, next_named) = laws[i][1], laws[i + 1]
         if named or not next_named or not next_law:
@@ -918,7 +920,8 @@ def _extract_latin(text: str, own: str) -> list[tuple[int, int, list[Citation]]]
             continue  # "§ 312d i.V.m. Artikel 246a EGBGB": numbered otherwise, so another law
         if _CONNECTOR_ONLY.fullmatch(text, matches[i].end(), matches[i + 1].start()):
             laws[i] = (next_law, True)
-            found[i] = (found[i][0], found[i][1], _latin_citations(matches[i], own, expand=True, law=next_law))
+            found[i] = (found[i][0], found[i][1],
+                        _latin_citations(matches[i], own, expand=True, named=(next_law, False)))
     return found
 
 
