@@ -264,29 +264,33 @@ def question_spans(text: str, language: str, units: list[tuple[int, int]] | None
 
 def _spans_of(units: list[tuple[int, int]], asking: list[bool], opening: list[bool] | None = None) -> list[list[int]]:
     """:func:`question_spans` from the units, whether each asks and whether each opens an issue (one flag
-    per unit; :data:`CONNECTIVES`): a unit that opens one starts a run, and the statements pending before it
-    join the run before them."""
+    per unit; :data:`CONNECTIVES`): a unit that opens one starts a run. Statements pending when a run starts
+    or the text ends join the run before them, unless an announcing unit opened them: then they are a run
+    of their own."""
     if not units:
         return []
     spans: list[list[int]] = []
     open_start: int | None = None
+    announced = False  # the pending run was opened by an announcing unit
+
+    def close_pending(end: int) -> None:
+        if spans and not announced:
+            spans[-1][1] = end
+        else:
+            spans.append([open_start, end])  # type: ignore[list-item]
+
     for i, ((a, b), question) in enumerate(zip(units, asking, strict=True)):
-        if opening is not None and opening[i] and open_start is not None and open_start < a:
-            if spans:
-                spans[-1][1] = units[i - 1][1]
-            else:
-                spans.append([open_start, units[i - 1][1]])
+        opens = opening is not None and opening[i]
+        if opens and open_start is not None and open_start < a:
+            close_pending(units[i - 1][1])
             open_start = None
         if open_start is None:
-            open_start = a
+            open_start, announced = a, opens
         if question:
             spans.append([open_start, b])
             open_start = None
     if open_start is not None:
-        if spans:
-            spans[-1][1] = units[-1][1]
-        else:
-            spans.append([open_start, units[-1][1]])
+        close_pending(units[-1][1])
     return spans
 
 

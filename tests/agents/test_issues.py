@@ -16,6 +16,7 @@ from service.agents.issues import (
     IssueCounter,
     asks,
     party_letters,
+    question_spans,
     segment_issues,
     shared_terms,
     topic_of,
@@ -187,6 +188,19 @@ def test_a_sentence_that_announces_another_question_opens_an_issue(language: str
     issues = segment_issues(text, language)
     assert len(issues) == 2 and issues[1].text.startswith(second)
     assert issues[0].text.endswith(("Schäden.", "damage.", "dégâts."))
+
+
+def test_an_announced_matter_that_never_asks_is_an_issue_of_its_own() -> None:
+    text = ("Mein Vermieter behält die Kaution seit einem Jahr. Was kann ich tun? Er sagt, es gebe Schäden. "
+            "Eine weitere Frage: Mein Arbeitgeber zahlt den Lohn seit drei Monaten nicht, obwohl ich jeden Tag "
+            "arbeite.")
+    issues = segment_issues(text, "de")
+    assert [i.text[:20] for i in issues] == ["Mein Vermieter behäl", "Eine weitere Frage: "]
+    assert issues[0].text.endswith("Schäden.")
+    # two connective clauses in a row: each opens a run, and the statements after the first stay apart
+    chinese = "公司把我辞退了也不给补偿金，还有，房东一直不退还押金，另外，邻居家装修噪音扰民怎么办？"
+    assert [chinese[a:b] for a, b in question_spans(chinese, "zh")] == [
+        "公司把我辞退了也不给补偿金，", "还有，房东一直不退还押金，", "另外，邻居家装修噪音扰民怎么办？"]
 
 
 def test_the_question_of_one_matter_opens_nothing() -> None:
