@@ -357,6 +357,8 @@ def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_
         shortest = UNTRAINED_STATEMENT_CHARS if untrained else _min_chars(language, STATEMENT_MIN_CHARS)
     if len(spans) < 2:
         return [Issue(text[a:b], a, b) for a, b in spans]
+    # merges keep the left span's start, so every later span starts at one of these
+    opened = {a for a, _ in spans if opens_issue(text, a, language)}
     topics: list[np.ndarray | None] = [None] * len(spans)
 
     def topic_of(i: int) -> np.ndarray | None:
@@ -378,7 +380,7 @@ def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_
         when it has no topic of its own (a connective such as "还有，" leads into what follows)."""
         if i == 0:
             return 0
-        if i < len(spans) - 1 and opens_issue(text, spans[i][0], language):
+        if i < len(spans) - 1 and spans[i][0] in opened:
             return i
         if not statements or i == len(spans) - 1:
             return i - 1
@@ -400,7 +402,7 @@ def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_
         # neighbour cosines kept up to date: a merge changes only the two next to the merged span
 
         def similarity(i: int) -> float:
-            if opens_issue(text, spans[i + 1][0], language):
+            if spans[i + 1][0] in opened:
                 return _OPENED  # cut before a connective clause: merged last, and only above the cap
             return _cosine(topic_of(i), topic_of(i + 1))  # type: ignore[arg-type]
 
@@ -414,10 +416,19 @@ def segment_issues(text: str, language: str, topic: Topic | None = None, *, max_
             for i in (best - 1, best):
                 if 0 <= i < len(sims):
                     sims[i] = similarity(i)
-    while len(spans) > max_issues:  # no topic model: merge the shortest neighbours first, across a connective last
-        i = min(range(len(spans) - 1),
-                key=lambda j: (opens_issue(text, spans[j + 1][0], language), spans[j + 1][1] - spans[j][0]))
-        merge(i)
+    if len(spans) > max_issues:  # no topic model: merge the shortest neighbours first, across a connective last
+
+        def cost(j: int) -> tuple[bool, int]:
+            return spans[j + 1][0] in opened, spans[j + 1][1] - spans[j][0]
+
+        costs = [cost(j) for j in range(len(spans) - 1)]  # kept up to date like the cosines above
+        while len(spans) > max_issues:
+            i = costs.index(min(costs))
+            merge(i)
+            del costs[i]
+            for j in (i - 1, i):
+                if 0 <= j < len(costs):
+                    costs[j] = cost(j)
     return [Issue(text[a:b], a, b) for a, b in spans]
 
 
