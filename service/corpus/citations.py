@@ -169,7 +169,11 @@ _LAW_ALIASES: dict[str, str] = {
     "code pénal suisse": "StGB", "codice penale svizzero": "StGB",
     # Swiss Federal Constitution
     "bv": "BV", "cst": "BV", "cst.": "BV", "cost": "BV", "cost.": "BV", "federal constitution": "BV",
-    "bundesverfassung": "BV",
+    "bundesverfassung": "BV", "constitution fédérale": "BV", "costituzione federale": "BV",
+    "costituzione": "BV",  # Swiss Italian texts; "Cost." is its abbreviation
+    # Swiss procedure codes under their French and Italian titles
+    "code de procédure pénale suisse": "StPO", "codice di procedura penale svizzero": "StPO",
+    "codice di diritto processuale penale svizzero": "StPO", "codice di diritto processuale civile svizzero": "ZPO",
     # Other Swiss acts whose English/French names differ
     "deba": "SchKG", "lp": "SchKG", "debt enforcement and bankruptcy act": "SchKG",
     "debt collection and bankruptcy act": "SchKG", "schuldbetreibungs- und konkursgesetz": "SchKG",
@@ -188,8 +192,14 @@ _LAW_ALIASES: dict[str, str] = {
     "刑诉法": "刑事诉讼法", "行诉法": "行政诉讼法",
 }
 
-# English/French long names that mean a Swiss code when the citing document is Swiss.
-_SWISS_CONTEXT = {"civil code": "ZGB", "criminal code": "StGB", "constitution": "BV"}
+# English, French and Italian long names that mean a Swiss code when the citing document is Swiss
+# (a French "code civil" is the Code Napoléon elsewhere).
+_SWISS_CONTEXT = {
+    "civil code": "ZGB", "criminal code": "StGB", "constitution": "BV",
+    "code civil": "ZGB", "code pénal": "StGB", "code de procédure civile": "ZPO", "code de procédure pénale": "StPO",
+    "codice civile": "ZGB", "codice penale": "StGB", "codice di procedura civile": "ZPO",
+    "codice di procedura penale": "StPO",
+}
 _SWISS_LAWS = {"ZGB", "OR", "StGB", "BV", "RPG", "Covid-19-Gesetz", "SchKG", "BGG", "StPO", "ZPO"}
 
 # German laws numbered by paragraph (§) and without a Swiss namesake, used by statute_key() when no
@@ -202,6 +212,7 @@ _PARAGRAPH_LAWS = {
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _CJK_SPACE = re.compile(r"(?<=[\u3400-\u9fff])\s+(?=[\u3400-\u9fff])")
 _GERMAN_GENITIVE = re.compile(r"(?<=[a-zäöüß])(?:es|s)$")
+_SWISS_ADJECTIVE = re.compile(r"^schweizerische[nsm]?\s+")
 _GENERIC_LAW_WORDS = {
     "bundesgesetz", "gesetz", "bg", "verordnung", "schlusstitel", "abkommen", "übereinkommen",
     "federal act", "act", "agreement", "final title", "convention", "ordinance", "code", "law",
@@ -241,8 +252,8 @@ def law_alias(name: str) -> str:
         return _LAW_ALIASES[stripped]
     if len(folded) < _GENITIVE_MIN_CHARS:
         return text
-    # German genitive forms: "des Zivilgesetzbuches", "des Obligationenrechts".
-    base = " ".join(_german_nominative(word) for word in folded.split())
+    # German genitive forms: "des Zivilgesetzbuches", "des (Schweizerischen) Obligationenrechts".
+    base = " ".join(_german_nominative(word) for word in _SWISS_ADJECTIVE.sub("", folded).split())
     if base in _LAW_ALIASES:
         return _LAW_ALIASES[base]
     base = _GERMAN_GENITIVE.sub("", folded)
@@ -449,24 +460,24 @@ def _decision_citation(match: re.Match[str]) -> Citation:
 # --------------------------------------------------------------------------------------------------
 
 _SUFFIX = r"(?:bis|ter|quater|quinquies|sexies|septies|octies|novies|decies)"
-_NUM = rf"\d{{1,4}}(?!\d)(?:{_SUFFIX}|[a-z](?![a-zäöü]))?(?:-\d{{1,3}}(?![\d]))?"
+_NUM = rf"\d{{1,4}}(?!\d)(?:[a-z]?{_SUFFIX}|[a-z](?![a-zäöü]))?(?:-\d{{1,3}}(?![\d]))?"
 _PNUM = rf"\d{{1,3}}(?:{_SUFFIX}|[a-z](?![a-z]))?"
 _MARKER = r"(?:§§?|Art(?:ikeln|ikel|icles|icle|s|t)?\.?|art(?:icles|icle|t)?\.?|articol[oi])"
-_RANGE_WORD = r"(?:–|—|bis|to|through|-)"
-_AND = r"(?:und|and|sowie|or|oder|bzw\.|et|e|u\.)"
+_RANGE_WORD = r"(?:–|—|bis|to|through|à|(?<=\s)a(?=\s+\d)|-)"  # Italian "articoli 25 a 31"
+_AND = r"(?:und|and|sowie|or|oder|bzw\.|et|ou|e|o|nonché|u\.)"
 _LIST_SEP = rf"(?:\s*[,;]\s*(?:{_AND}\s+)?|\s+{_AND}\s+)"
 # A paragraph list stops before "42 Abs." so that "Abs. 1, 42 Abs. 2" reads as two articles.
 _PARA_ITEM = rf"\(?{_PNUM}\)?(?![\w])(?!\s*(?:Abs|para|al\.))"
 # Continuations of paragraph and detail lists have at most two digits: "Ziff. 2 und 275 SchKG" cites Art. 275.
 _PARA_MORE = rf"\(?\d{{1,2}}(?:{_SUFFIX}|[a-z](?![a-z]))?\)?(?![\w])(?!\s*(?:Abs|para|al\.))"
-_PARA_WORD = r"(?:Abs(?:atz|ätze|\.|(?=\s*\d))|Absätze|paras?\.|[Pp]aragraphs?|al\.|cpv\.|comma)"
+_PARA_WORD = r"(?:Abs(?:atz|ätze|\.|(?=\s*\d))|Absätze|paras?\.|[Pp]aragraphs?|al\.|alinéas?|cpv\.|capovers[oi]|comma)"
 _PARA = (
     rf"(?:,?\s*{_PARA_WORD}\s*{_PARA_ITEM}(?:(?:{_LIST_SEP}|\s*(?:bis|to|through|–|-)\s*)(?!(?:Art|§)){_PARA_MORE})*"
     rf"|\s*\(\d{{1,2}}[a-z]?\))"
 )
 _DETAIL_ONE = (
-    r"(?:lit\.|Bst\.|Buchst\.|Buchstabe|let\.|lett\.|letter)\s*[a-z]{1,3}\b"
-    r"|(?:Ziff\.|Ziffer|Ziffern|ch\.|cifra|number|no\.|Nr\.|Nrn\.|Nummer)\s*\d+[a-z]?"
+    r"(?:lit\.|Bst\.|Buchst\.|Buchstabe|let\.|lett\.|lettera|lettre|letter)\s*[a-z]{1,3}\b"
+    r"|(?:Ziff\.|Ziffer|Ziffern|ch\.|chiffre|cifra|number|numero|no\.|Nr\.|Nrn\.|Nummer)\s*\d+[a-z]?"
     r"|(?:S\.|Satz|sentence)\s*\d+"
     r"|(?:Halbsatz|Hs\.)\s*\d+"
     r"|items?\s*\([ivxlc]+\)"
@@ -484,9 +495,11 @@ _CONNECTOR = (
 # Another paragraph of the same article, joined by a connector: "Abs. 1 i.V.m. Abs. 2".
 _JOINED_PARA = rf"(?:,?\s*{_CONNECTOR}(?=\s*{_PARA_WORD}))"
 _TAIL = rf"(?:{_SUBSECTION}|{_PARA}|{_DETAIL}|{_JOINED_PARA})*"
-_ITEM = rf"{_NUM}(?:\s*(?:ff\.?|f\.)(?![\w])|\s*{_RANGE_WORD}\s*(?:{_MARKER}\s*)?{_NUM})?{_TAIL}"
+# "and the following": German "ff."/"f.", French "ss"/"et suivants", Italian "segg."/"e seguenti"
+_FOLLOWING = r"(?:ff\.?|f\.|ss\.?|segg\.?|e\s+seguenti|et\s+suivants)(?![\w])"
+_ITEM = rf"{_NUM}(?:\s*{_FOLLOWING}|\s*{_RANGE_WORD}\s*(?:{_MARKER}\s*)?{_NUM})?{_TAIL}"
 _ITEM_RE = re.compile(
-    rf"(?P<num>{_NUM})(?:\s*(?P<ff>ff\.?|f\.)(?![\w])|\s*{_RANGE_WORD}\s*(?:{_MARKER}\s*)?(?P<to>{_NUM}))?"
+    rf"(?P<num>{_NUM})(?:\s*(?P<ff>{_FOLLOWING})|\s*{_RANGE_WORD}\s*(?:{_MARKER}\s*)?(?P<to>{_NUM}))?"
     rf"(?P<tail>{_TAIL})"
 )
 _CONNECTOR_RE = re.compile(_CONNECTOR)
@@ -499,8 +512,16 @@ _KNOWN_LONG = (
     r"Einführungsgesetz(?:es)?\s+zum\s+Bürgerlichen\s+Gesetzbuch(?:e|es|s)?"
     r"|Bürgerlichen\s+Gesetzbuch(?:e|es|s)?|Bürgerliches\s+Gesetzbuch"
     r"|(?:Swiss\s+)?Civil\s+Code(?:\s*\(Japan\))?|Japanese\s+Civil\s+Code|(?:Swiss\s+)?Code\s+of\s+Obligations"
-    r"|(?:Swiss\s+)?Criminal\s+Code|Federal\s+Constitution|Code\s+civil\s+suisse|Code\s+des\s+obligations"
-    r"|Covid-19-Gesetz"
+    r"|(?:Swiss\s+)?Criminal\s+Code|Federal\s+Constitution|Covid-19-Gesetz"
+    # French and Italian titles of the Swiss codes, as statutes write them ("du code pénal", "del Codice
+    # civile"); a military code ("Codice penale militare") is another act.
+    r"|(?:[Cc]ode\s+(?:civil(?:\s+suisse)?|des\s+obligations|pénal(?:\s+suisse)?"
+    r"|de\s+procédure\s+(?:civile|pénale)(?:\s+suisse)?)"
+    r"|[Cc]odice\s+(?:civile(?:\s+svizzero)?|delle\s+obbligazioni|penale(?:\s+svizzero)?"
+    r"|di\s+(?:procedura|diritto\s+processuale)\s+(?:civile|penale)(?:\s+svizzer[oa])?)"
+    r"|Constitution(?:\s+fédérale)?|Costituzione(?:\s+federale)?)(?!\s+milita)"
+    # German titles with the adjective: "des Schweizerischen Zivilgesetzbuches"
+    r"|Schweizerischen\s+(?:Zivilgesetzbuch(?:es|s)?|Obligationenrechts?|Strafgesetzbuch(?:es|s)?)"
 )
 # An abbreviation has at least two capitals: OR, BV, StGB, AsylG, BGB-InfoV (not BGE, CHF, II).
 _ABBR = (
@@ -518,10 +539,13 @@ _LAW = (
     r"(?P<own>dieses\s+Gesetzes|dieser\s+Verordnung|of\s+this\s+(?:Code|Act|Law)|de\s+la\s+présente\s+loi"
     r"|della\s+presente\s+legge)"
     r"|(?P<old>des\s+(?:bisherigen|geltenden|alten|neuen|früheren)\s+Rechts|of\s+that\s+(?:Act|Code|Law)"
-    r"|of\s+the\s+(?:previous|current|former|old|new)\s+(?:law|Code(?:\s+of\s+Obligations)?|Act))"
+    r"|of\s+the\s+(?:previous|current|former|old|new)\s+(?:law|Code(?:\s+of\s+Obligations)?|Act)"
+    # an act named by its date or subject ("de la loi fédérale du 2 avril 1908 sur le contrat
+    # d'assurance"): another act, not the citing one, whose name is not read
+    r"|(?:de\s+la|de\s+l['’]|della|dell['’]|dalla)\s*(?:loi|legge|ordonnance|ordinanza)(?!\w))"
     rf"|(?:(?:des|der|im|in\s+der|of\s+the|du|de\s+la|del|della)\s+)?(?P<known>{_KNOWN_LONG})(?!\w)"
     rf"|(?:(?:des|der|im|of\s+the|du|de\s+la|del|della)\s+)?(?P<abbr>{_ABBR})"
-    rf"|(?:des|der)\s+(?P<dename>{_DE_LAW_NAME})\b"
+    rf"|(?:des|der|unserer)\s+(?P<dename>{_DE_LAW_NAME})\b"
     rf"|of\s+the\s+(?P<enname>{_EN_LAW_NAME})"
     r"))?"
 )
@@ -586,7 +610,7 @@ def _latin_citations(match: re.Match[str], own: str, *, expand: bool,
                 paragraph = token["p"] or token["pp"]
         ff = item["ff"]
         if ff:
-            details.insert(0, "ff." if ff.startswith("ff") else "f.")
+            details.insert(0, "f." if ff == "f." else "ff.")  # "ss", "segg." and "e seguenti" are "ff."
         if to and not expand:
             details.insert(0, f"–{to}")
         first = Citation(ARTICLE, law, number, paragraph, " ".join(details), sign)
@@ -608,9 +632,9 @@ def _leading_int(text: str) -> int:
 def _detail_label(detail: str, sign: str) -> str:
     head, value = _split_detail(detail)
     english = sign == _SIGN_ARTICLE
-    if head in ("lit.", "bst.", "buchst.", "buchstabe", "let.", "lett.", "letter"):
+    if head in ("lit.", "bst.", "buchst.", "buchstabe", "let.", "lett.", "lettera", "lettre", "letter"):
         return f"letter {value}" if english else f"lit. {value}"
-    if head in ("ziff.", "ziffer", "ziffern", "ch.", "cifra", "number", "no."):
+    if head in ("ziff.", "ziffer", "ziffern", "ch.", "chiffre", "cifra", "number", "numero", "no."):
         return f"number {value}" if english else f"Ziff. {value}"
     if head in ("nr.", "nrn.", "nummer"):
         return f"number {value}" if english else f"Nr. {value}"

@@ -412,6 +412,56 @@ def test_extract_swiss_french_and_italian_synthetic() -> None:
     assert keys("ai sensi dell'art. 41 cpv. 1 CO e dell'art. 8 Cost.") == ["OR art. 41", "BV art. 8"]
 
 
+def test_extract_swiss_french_and_italian_code_titles() -> None:
+    # the Swiss codes under their French and Italian titles, as the statutes write them
+    assert keys("conformément à l'art. 292 du code pénal suisse") == ["StGB art. 292"]
+    assert keys("dell'articolo 333a del Codice delle obbligazioni") == ["OR art. 333a"]
+    assert keys("articolo 10 del Codice di diritto processuale penale svizzero") == ["StPO art. 10"]
+    assert keys("l'art. 8 de la Constitution fédérale") == ["BV art. 8"]
+    assert keys("articolo 8 della Costituzione") == ["BV art. 8"]
+    # unqualified titles mean the Swiss code inside a Swiss act (elsewhere "code civil" is another code)
+    assert keys("selon l'art. 328 du code civil", law="OR") == ["ZGB art. 328"]
+    assert keys("articolo 448 capoverso 4 del Codice civile", law="OR") == ["ZGB art. 448"]
+    assert keys("art. 41 du code de procédure civile", law="ZGB") == ["ZPO art. 41"]
+    assert cites_of("selon l'art. 328 du code civil") == ()  # no law to link
+    # a military code is another act, never the criminal code
+    assert "StGB art. 5" not in keys("articolo 5 del Codice penale militare", law="OR")
+
+
+def test_extract_french_and_italian_lists_ranges_and_details() -> None:
+    # AHVG Art. 107 (fr) and AHVV Art. 66bis (fr): "à" ends a range, "ou" / "o" join a list
+    assert keys("conformément aux art. 72 à 75 LPGA.", law="LAVS") == [f"LPGA art. {n}" for n in range(72, 76)]
+    assert keys("Les art. 87 à 88bis RAI sont applicables", law="RAVS") == ["RAI art. 87", "RAI art. 88bis"]
+    assert keys("articoli 25 a 31 non sono applicabili", law="EBG") == [f"EBG art. {n}" for n in range(25, 32)]
+    assert keys("articolo 66a o 66abis del Codice penale (CP)", law="OR") == ["StGB art. 66a", "StGB art. 66abis"]
+    assert keys("art. 66a ou 66abis du code pénal", law="OR") == ["StGB art. 66a", "StGB art. 66abis"]
+    assert keys("articolo 111b o 111c LAsi") == ["LAsi art. 111b", "LAsi art. 111c"]
+    # "ss", "segg." and "e seguenti" are "ff."; Italian "capoverso" and "numero" are paragraph and number
+    assert [str(c) for c in extract("art. 60 ss du code civil suisse")] == ["Art. 60 ff. ZGB"]
+    assert [str(c) for c in extract("articoli 653s e seguenti del Codice delle obbligazioni (CO)")] == [
+        "Art. 653s ff. OR"]
+    assert [str(c) for c in extract("articolo 105 numero 5 del Codice civile svizzero")] == [
+        "Art. 105 Ziff. 5 ZGB"]
+    assert [str(c) for c in extract("articolo 4 capoverso 2 del Codice penale svizzero")] == ["Art. 4 Abs. 2 StGB"]
+
+
+def test_extract_an_act_named_by_date_or_subject_is_not_the_own_law() -> None:
+    # OR Art. 348b (fr): another act named by its date, as "des Bundesgesetzes vom" in German
+    text = "L'art. 34 de la loi fédérale du 2 avril 1908 sur le contrat d'assurance est réservé."
+    assert [(c.law, c.article) for c in extract(text, law="CO")] == [("", "34")]
+    assert cites_of(text, law="CO") == ()
+    assert cites_of("l'articolo 7 dell'ordinanza sulla qualifica degli specialisti", law="OPI") == ()
+    assert keys("l'art. 8 de la présente loi", law="LAVS") == ["LAVS art. 8"]
+
+
+def test_extract_german_titles_with_an_adjective_and_letter_suffixes() -> None:
+    # BewG Art. 27 and AIG Art. 5 (de)
+    assert keys("Artikel 57 Absatz 3 des Schweizerischen Zivilgesetzbuches.", law="BewG") == ["ZGB art. 57"]
+    assert keys("Art. 271 des Schweizerischen Obligationenrechts") == ["OR art. 271"]
+    assert keys("Art. 113 unserer Bundesverfassung") == ["BV art. 113"]
+    assert keys("nach Artikel 66a oder 66abis StGB", law="AIG") == ["StGB art. 66a", "StGB art. 66abis"]
+
+
 def test_extract_decisions_synthetic() -> None:
     text = "Vgl. BGE 131 III 601 E. 3.1 und das Urteil 5A_666/2012 vom 1. März 2013; ferner 4A_123/2020."
     assert keys(text) == ["BGE 131 III 601", "5A_666/2012", "4A_123/2020"]
