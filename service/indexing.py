@@ -6,12 +6,13 @@ the ingest job of the HTTP service.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
@@ -29,6 +30,25 @@ WRITE_CHUNK = 4096
 SECTIONS_KEY = "sections"
 """The index-metadata flag: some articles have headings above them (hybrid fusion shares kNN evidence
 within a section, ``retrieval.section_share``)."""
+
+
+CITATION_RULES_KEY = "citation_rules"
+"""The index-metadata entry naming the citation rules its documents' links were read with
+(:func:`citation_rules`). Links are read once, at indexing; an index read by other rules (or by a
+lexsearch that kept no entry) keeps its old links until it is rebuilt (:func:`citation_links_current`)."""
+
+
+@functools.cache
+def citation_rules() -> str:
+    """A short digest of the citation extraction (:mod:`service.corpus.citations`) of this lexsearch."""
+    from service.corpus import citations
+
+    return hashlib.sha256(Path(citations.__file__).read_bytes()).hexdigest()[:12]
+
+
+def citation_links_current(metadata: dict[str, Any]) -> bool:
+    """Whether an index with this metadata linked its documents by this lexsearch's citation rules."""
+    return metadata.get(CITATION_RULES_KEY) == citation_rules()
 
 
 def with_citations(doc: LegalDoc) -> LegalDoc:
@@ -53,6 +73,9 @@ def index_documents(backend: SearchBackend, embedder: CachedEmbedder, name: str,
         The merged :class:`IndexReport` of all chunks.
     """
     backend.ensure_index(name, language=language, dim=embedder.dim, embedder=embedder.name)
+    # A new index gets this lexsearch's citation rules; one that already holds documents keeps the
+    # rules (or the missing entry) of its older documents, whose links an update does not re-read.
+    fresh = backend.count(name) == 0
     docs = [with_citations(d) for d in docs]
     vectors = embedder.embed_documents([embedding_text(d) for d in docs], progress=progress)
     report = IndexReport()
@@ -69,6 +92,8 @@ def index_documents(backend: SearchBackend, embedder: CachedEmbedder, name: str,
         backend.update_metadata(name, max_versions=versions)
     if any(section_key(d) for d in docs) and not backend.metadata(name).get(SECTIONS_KEY):
         backend.update_metadata(name, **{SECTIONS_KEY: True})
+    if fresh and report.indexed:
+        backend.update_metadata(name, **{CITATION_RULES_KEY: citation_rules()})
     return report
 
 

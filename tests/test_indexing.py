@@ -9,7 +9,13 @@ from service.backends.embedded import EmbeddedBackend
 from service.corpus.model import LegalDoc
 from service.embeddings.cache import CachedEmbedder
 from service.embeddings.use import UseEmbedder
-from service.indexing import index_documents, rebuild_embedded
+from service.indexing import (
+    CITATION_RULES_KEY,
+    citation_links_current,
+    citation_rules,
+    index_documents,
+    rebuild_embedded,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -52,3 +58,18 @@ def test_rebuild_swaps_in_place(tmp_path, mini_docs, use_embedder) -> None:
     assert reader.count("mini") == len(mini_docs)
     assert reader.list_indices() == ["mini"]
     assert reader.manifest("mini")["name"] == "mini"
+
+
+def test_an_index_records_the_citation_rules_its_links_were_read_by(tmp_path, mini_docs, use_embedder) -> None:
+    backend = EmbeddedBackend(tmp_path / "idx")
+    index_documents(backend, use_embedder, "mini", mini_docs[:5], language="")
+    assert backend.metadata("mini")[CITATION_RULES_KEY] == citation_rules()
+    assert citation_links_current(backend.metadata("mini"))
+    # An update does not re-read the links of the documents already there: an index an older
+    # lexsearch linked stays outdated until it is rebuilt.
+    backend.update_metadata("mini", **{CITATION_RULES_KEY: "0123456789ab"})
+    index_documents(backend, use_embedder, "mini", mini_docs[5:8], language="")
+    assert not citation_links_current(backend.metadata("mini"))
+    rebuild_embedded(tmp_path / "idx", "mini", use_embedder, mini_docs[:8], language="", hnsw_min_docs=10_000)
+    assert citation_links_current(EmbeddedBackend(tmp_path / "idx").metadata("mini"))
+    assert not citation_links_current({})  # an index built before lexsearch kept the entry

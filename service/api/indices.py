@@ -15,6 +15,7 @@ from service.api.validation import RequestInvalid, validate
 from service.apikeys import INDEX_NAME
 from service.corpus.model import LegalDoc
 from service.errors import InvalidInput, LexsearchError
+from service.indexing import citation_links_current
 from service.jobs import JobKind, new_job_id
 from service.taskqueue import TASK_INGEST
 
@@ -38,7 +39,9 @@ def list_indices() -> Response:
     out: list[dict[str, Any]] = []
     for name in _names():
         try:
-            out.append(backend.stats(name).to_dict())
+            entry = backend.stats(name).to_dict()
+            current = citation_links_current(backend.metadata(name))
+            out.append({**entry, "citation_links": "current" if current else "outdated"})
         except LexsearchError as exc:
             out.append({"name": name, "error": {"code": exc.code, "message": str(exc)}})
     return jsonify({"indices": out, "request_id": request_id()})

@@ -9,7 +9,7 @@ from service.commands.common import add_common_options, info, progress_enabled, 
 from service.corpus.datasets import Dataset, LoadReport, load_corpus, read_user_corpus
 from service.corpus.works import group_versions, rule_for
 from service.errors import InvalidInput
-from service.indexing import index_documents, rebuild_index
+from service.indexing import citation_links_current, index_documents, rebuild_index
 from service.pipelines.build import Runtime
 
 
@@ -73,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
         info(f"indexing {len(docs)} documents into index {name!r} ({settings.backend.kind})")
         result = index_documents(runtime.backend, embedder, name, docs, language=language,
                                  progress=progress_enabled())
+        if not citation_links_current(runtime.backend.metadata(name)):
+            info("the index's older documents keep the citation links another version of lexsearch read; "
+                 "rebuild it (without --update) to link them all by this version's rules")
     info(report.summary())
     info(f"indexed {result.indexed} of {result.sent} documents; embedded {embedder.computed} new texts "
          f"with {embedder.name}")

@@ -24,6 +24,7 @@ from service.backends.base import SearchBackend
 from service.corpus.graph import CorpusGraph
 from service.corpus.law_names import LawNames, known_law_names
 from service.corpus.model import Filters, LegalDoc
+from service.indexing import citation_links_current
 from service.models import TrainedModels
 from service.pipelines.base import SearchRequest
 
@@ -61,6 +62,11 @@ class IndexResources:
                 vocabulary = ProbeVocabulary(lambda weights: backend.bm25_terms(index, weights, k=1))
                 cached = IndexResources(graph, vocabulary, tuple(languages), count, LawNames.from_rows(names))
                 _CACHE[key] = cached
+                if key not in _WARNED_OUTDATED and not citation_links_current(backend.metadata(index)):
+                    _WARNED_OUTDATED.add(key)
+                    log.warning("index %r holds citation links read by another version of lexsearch; rebuild "
+                                "it (lexsearch index without --update) to link its documents by this one's rules",
+                                index)
         if models is not None and models.vocabulary is not None:
             return replace(cached, vocabulary=models.vocabulary)
         return cached
@@ -111,5 +117,6 @@ def _noting_laws(docs: Iterator[LegalDoc], names: list[tuple[str, str, str, str]
 
 _LOCK = threading.Lock()
 _CACHE: dict[tuple[int, str], IndexResources] = {}
+_WARNED_OUTDATED: set[tuple[int, str]] = set()
 _LAW_NAMES: dict[tuple[int, str], frozenset[str]] = {}
 """The law names of each index (:func:`_known_law_names`)."""

@@ -125,6 +125,7 @@ def test_index_list_follows_the_scope(api: ApiServer, keys: ApiKeyStore, mini_ke
     listed = requests.get(api.url + "/v1/indices", headers={"Authorization": f"Bearer {mini_key}"}, timeout=10)
     (mini,) = listed.json()["indices"]
     assert mini["name"] == "mini" and mini["documents"] == 54 and mini["embedder"] == "use-m3"
+    assert mini["citation_links"] == "current"  # built by this version's citation rules
     _, other = keys.create(("other",), rate_per_min=100)
     none = requests.get(api.url + "/v1/indices", headers={"Authorization": f"Bearer {other}"}, timeout=10)
     assert none.json()["indices"] == []

@@ -28,7 +28,7 @@ from service.corpus.model import Filters, LegalDoc
 from service.corpus.views import embedding_text, section_key
 from service.embeddings.cache import CachedEmbedder
 from service.errors import EngineUnavailable, IndexCorrupt, IndexNotFound, InvalidInput
-from service.indexing import index_documents, rebuild_engine
+from service.indexing import citation_links_current, index_documents, rebuild_engine
 from tests.support.engines import unique_index
 
 ATTACH_TOML = """
@@ -93,6 +93,7 @@ class EngineAcceptance:
         assert "bm25" not in raw and not any(key.startswith("body_") for key in raw)
         # the articles' headings: the index is flagged, and a fetch returns them (the fusion's sections)
         assert backend.metadata(name)["sections"] is True
+        assert citation_links_current(backend.metadata(name))  # the citation rules the links were read by
         fetched = backend.fetch(name, ["SR210_Art471_de", "4958"])
         assert section_key(fetched["SR210_Art471_de"]) == section_key(next(d for d in mini_docs
                                                                            if d.id == "SR210_Art471_de"))

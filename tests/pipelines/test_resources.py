@@ -43,3 +43,19 @@ def test_a_law_filter_on_a_trilingual_index_names_the_act_in_every_language(tril
     backend, name = trilingual_embedded
     request = SearchRequest(query="sûretés", index=name, filters=Filters.of(law="OR", lang="fr"))
     assert widen_law_filter(backend, request).filters == Filters.of(law=["CO", "OR"], lang="fr")
+
+
+def test_an_index_linked_by_other_citation_rules_is_reported_once(tmp_path, mini_docs, use_embedder, caplog) -> None:
+    backend = EmbeddedBackend(tmp_path)
+    assert index_documents(backend, use_embedder, "now", mini_docs[:5], language="").ok
+    assert index_documents(backend, use_embedder, "old", mini_docs[:5], language="").ok
+    backend.update_metadata("old", citation_rules="0123456789ab")  # as an older lexsearch left it
+    with caplog.at_level("WARNING", logger="service.pipelines.resources"):
+        IndexResources.get(backend, "now", None)
+        assert not caplog.records
+        IndexResources.get(backend, "old", None)
+        assert index_documents(backend, use_embedder, "old", mini_docs[5:7], language="").ok
+        IndexResources.get(backend, "old", None)  # the graph is rebuilt, the warning not repeated
+    assert [r.getMessage() for r in caplog.records] == [
+        "index 'old' holds citation links read by another version of lexsearch; rebuild it (lexsearch index "
+        "without --update) to link its documents by this one's rules"]
