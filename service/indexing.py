@@ -51,13 +51,23 @@ def citation_links_current(metadata: dict[str, Any]) -> bool:
     return metadata.get(CITATION_RULES_KEY) == citation_rules()
 
 
+SWISS_META_KEYS = ("law_de", "sr")
+"""Meta fields that mark an article of Swiss federal law: the German abbreviation that ties its language
+versions together (docs/SWISS.md) and its number in the Classified Compilation (SR)."""
+
+
 def with_citations(doc: LegalDoc) -> LegalDoc:
-    """The document with ``cites`` filled from its text when the corpus gave none."""
+    """The document with ``cites`` filled from its text when the corpus gave none.
+
+    An article of Swiss law (:data:`SWISS_META_KEYS`) reads a code named without its country ("du code
+    civil", "del Codice penale") as the Swiss one.
+    """
     if doc.cites:
         return doc
     from service.corpus.citations import cites_of
 
-    found = cites_of(doc.text, law=doc.law, lang=doc.lang)
+    swiss = any(doc.meta.get(key) for key in SWISS_META_KEYS)
+    found = cites_of(doc.text, law=doc.law, lang=doc.lang, swiss=swiss)
     return doc.with_cites(found) if found else doc
 
 

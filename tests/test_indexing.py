@@ -15,6 +15,7 @@ from service.indexing import (
     citation_rules,
     index_documents,
     rebuild_embedded,
+    with_citations,
 )
 
 pytestmark = pytest.mark.unit
@@ -73,3 +74,12 @@ def test_an_index_records_the_citation_rules_its_links_were_read_by(tmp_path, mi
     rebuild_embedded(tmp_path / "idx", "mini", use_embedder, mini_docs[:8], language="", hnsw_min_docs=10_000)
     assert citation_links_current(EmbeddedBackend(tmp_path / "idx").metadata("mini"))
     assert not citation_links_current({})  # an index built before lexsearch kept the entry
+
+
+def test_an_article_of_swiss_law_reads_a_code_named_without_its_country_as_swiss() -> None:
+    text = "Les art. 328 à 330 du code civil sont applicables."
+    article = LegalDoc(id="AHVV-art43-fr", citation="art. 43 RAVS", text=text, law="RAVS", lang="fr",
+                       meta={"law_de": "AHVV"})
+    assert with_citations(article).cites == ("ZGB art. 328", "ZGB art. 329", "ZGB art. 330")
+    # elsewhere "code civil" may be another country's code: no link rather than a wrong one
+    assert with_citations(LegalDoc(id="x", citation="art. 1", text=text, law="Loi", lang="fr")).cites == ()

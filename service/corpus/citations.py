@@ -56,6 +56,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "MAX_RANGE",
+    "SWISS_CODES",
     "Citation",
     "article_of",
     "chinese_numeral_to_int",
@@ -201,6 +202,8 @@ _SWISS_CONTEXT = {
     "codice di procedura penale": "StPO",
 }
 _SWISS_LAWS = {"ZGB", "OR", "StGB", "BV", "RPG", "Covid-19-Gesetz", "SchKG", "BGG", "StPO", "ZPO"}
+SWISS_CODES = frozenset(_SWISS_LAWS)
+"""The Swiss acts the rules know by name (by :func:`law_alias`): an article of one of them is Swiss law."""
 
 # German laws numbered by paragraph (§) and without a Swiss namesake, used by statute_key() when no
 # citation tells the sign.
@@ -262,10 +265,11 @@ def law_alias(name: str) -> str:
     return text
 
 
-def _resolve_law(name: str, own: str) -> str:
-    """The law a written name means in a document whose own (aliased) law is ``own``; "" if too generic."""
+def _resolve_law(name: str, own: str, swiss: bool = False) -> str:
+    """The law a written name means in a document whose own (aliased) law is ``own`` (Swiss law when
+    ``swiss``); "" if too generic."""
     folded = re.sub(r"\s+", " ", name.strip()).casefold()
-    if own in _SWISS_LAWS:
+    if swiss or own in _SWISS_LAWS:
         for long_name, abbreviation in _SWISS_CONTEXT.items():
             if folded in (long_name, "swiss " + long_name):
                 return abbreviation
@@ -560,25 +564,25 @@ _EN_LAW_HEAD = re.compile(
 )
 
 
-def _latin_law(match: re.Match[str], own: str) -> tuple[str, bool]:
+def _latin_law(match: re.Match[str], own: str, swiss: bool = False) -> tuple[str, bool]:
     """(law, explicit) for one Latin-script match; explicit means the text names a law (maybe generic)."""
     if match["own"]:
         return own, True
     if match["old"]:
         return "", True
     if match["known"]:
-        return _resolve_law(match["known"], own), True
+        return _resolve_law(match["known"], own, swiss), True
     if match["abbr"]:
         return law_alias(match["abbr"]), True
     if match["dename"]:
         name = re.sub(r"\s+", " ", match["dename"])
-        return _resolve_law(_german_nominative(name), own), True
+        return _resolve_law(_german_nominative(name), own, swiss), True
     if match["enname"] and _EN_LAW_HEAD.search(match["enname"]):
         name = match["enname"]
         heads = list(_EN_LAW_HEAD.finditer(name))
-        return _resolve_law(name[: heads[-1].end()], own), True
+        return _resolve_law(name[: heads[-1].end()], own, swiss), True
     if match["pre"]:
-        return _resolve_law(match["pre"], own), True
+        return _resolve_law(match["pre"], own, swiss), True
     return own, False  # no law named (or "of the Family Court"): the document's own law
 
 
@@ -884,7 +888,7 @@ def normalize(text: str, *, law: str = "", lang: str = "") -> str | None:
     return str(citation) if citation is not None else None
 
 
-def extract(text: str, *, law: str = "", lang: str = "") -> list[Citation]:
+def extract(text: str, *, law: str = "", lang: str = "", swiss: bool = False) -> list[Citation]:
     """All citations inside a document or query text, in order of appearance, de-duplicated.
 
     Args:
@@ -893,6 +897,9 @@ def extract(text: str, *, law: str = "", lang: str = "") -> list[Citation]:
             ``"CO"``, ``"Civil Code (Japan)"``). References without a law name (``本法第五条``,
             ``依照第五条``, ``Art. 5``, ``§ 5``, ``Article 5``) resolve to it; without it they get ``law=""``.
         lang: ``"zh"`` skips the Latin-script patterns, any other non-empty value skips the Chinese ones.
+        swiss: the text is Swiss law (an article of a Swiss act, a question to a Swiss index), so a code
+            named without its country ("du code civil", "del Codice penale", "the Civil Code") is the
+            Swiss one. An article of one of :data:`SWISS_CODES` is Swiss anyway.
 
     Returns:
         Citations; lists give one per article, short ranges one per article in the range.
@@ -913,7 +920,7 @@ def extract(text: str, *, law: str = "", lang: str = "") -> list[Citation]:
         if "/" in text:
             found.extend((m.start(), m.end(), [_decision_citation(m)]) for m in _DOCKET.finditer(text))
         if "§" in text or "rt" in text:
-            found.extend(_extract_latin(text, own))
+            found.extend(_extract_latin(text, own, swiss))
     if (not lang or lang == "zh") and "条" in text:
         found.extend(_extract_zh(text, own))
     found.sort(key=lambda f: f[0])
@@ -928,12 +935,12 @@ def extract(text: str, *, law: str = "", lang: str = "") -> list[Citation]:
     return list(out)
 
 
-def _extract_latin(text: str, own: str) -> list[tuple[int, int, list[Citation]]]:
+def _extract_latin(text: str, own: str, swiss: bool = False) -> list[tuple[int, int, list[Citation]]]:
     """The Latin-script citations of ``text``. A citation without a law name that is read together with the
     next one ("Art. 41 Abs. 1 i.V.m. Art. 97 OR", "§ 573 i.V.m. § 573c BGB") takes that one's law."""
     matches = [m for m in _LATIN.finditer(text)
                if not text.startswith("**", m.start() - 2)]  # a bold Markdown article heading, not a citation
-    laws = [_latin_law(m, own) for m in matches]
+    laws = [_latin_law(m, own, swiss) for m in matches]
     found = [(m.start(), m.end(), _latin_citations(m, own, expand=True, named=named))
              for m, named in zip(matches, laws, strict=True)]
     for i in range(len(matches) - 2, -1, -1):  # backwards, so that a chain of connectors passes the law on
@@ -977,7 +984,7 @@ def _extract_zh(text: str, own: str) -> list[tuple[int, int, list[Citation]]]:
     return found
 
 
-def cites_of(text: str, *, law: str = "", lang: str = "") -> tuple[str, ...]:
+def cites_of(text: str, *, law: str = "", lang: str = "", swiss: bool = False) -> tuple[str, ...]:
     """The distinct :attr:`Citation.key` values of :func:`extract`, for :attr:`LegalDoc.cites`.
 
     Statute citations whose law is unknown are left out: their key could not link to anything.
@@ -988,7 +995,7 @@ def cites_of(text: str, *, law: str = "", lang: str = "") -> tuple[str, ...]:
         ('OR art. 41', 'OR art. 42')
     """
     keys: dict[str, None] = {}
-    for citation in extract(text, law=law, lang=lang):
+    for citation in extract(text, law=law, lang=lang, swiss=swiss):
         if citation.kind == ARTICLE and not citation.law:
             continue
         keys.setdefault(citation.key)

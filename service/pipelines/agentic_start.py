@@ -40,7 +40,7 @@ from service.analysis.chain import analyzer_for
 from service.analysis.language import question_language
 from service.backends.base import SearchBackend
 from service.config import Settings
-from service.corpus.citations import cites_of, law_alias
+from service.corpus.citations import SWISS_CODES, cites_of, law_alias
 from service.corpus.model import Filters, Query
 from service.embeddings.base import Embedder
 from service.llm.client import LlmClient
@@ -199,7 +199,8 @@ class AgenticStart:
         In an index of one law, a citation without a law name ("§ 535", "Art. 5") names that law's
         article: lay questions about the BGB write "nach § 535" and leave the code unnamed."""
         acts = resources.graph.acts()
-        keys = cites_of(state.request["query"], law=next(iter(acts)) if len(acts) == 1 else "", lang=state.language)
+        keys = cites_of(state.request["query"], law=next(iter(acts)) if len(acts) == 1 else "", lang=state.language,
+                        swiss=not acts.isdisjoint(SWISS_CODES))
         ids = list(dict.fromkeys(d for key in keys for d in resources.graph.resolve(key)))
         add_ranked(state.pool, allowed(self.backend, state, ids), "cited")
 

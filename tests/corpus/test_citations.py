@@ -27,7 +27,7 @@ from service.corpus.model import LegalDoc
 pytestmark = pytest.mark.unit
 
 
-def keys(text: str, **kwargs: str) -> list[str]:
+def keys(text: str, **kwargs: str | bool) -> list[str]:
     return [c.key for c in extract(text, **kwargs)]
 
 
@@ -424,6 +424,10 @@ def test_extract_swiss_french_and_italian_code_titles() -> None:
     assert keys("articolo 448 capoverso 4 del Codice civile", law="OR") == ["ZGB art. 448"]
     assert keys("art. 41 du code de procédure civile", law="ZGB") == ["ZPO art. 41"]
     assert cites_of("selon l'art. 328 du code civil") == ()  # no law to link
+    # Swiss law said so: an article of another Swiss act, a question to a Swiss index
+    assert keys("selon l'art. 328 du code civil", law="LAVS", swiss=True) == ["ZGB art. 328"]
+    assert keys("art. 292 du code pénal", swiss=True) == ["StGB art. 292"]
+    assert keys("Article 5 of the Civil Code", swiss=True) == ["ZGB art. 5"]
     # a military code is another act, never the criminal code
     assert "StGB art. 5" not in keys("articolo 5 del Codice penale militare", law="OR")
 
