@@ -471,9 +471,12 @@ _RANGE_WORD = r"(?:–|—|bis|to|through|à|(?<=\s)a(?=\s+\d)|-)"  # Italian "a
 _AND = r"(?:und|and|sowie|or|oder|bzw\.|et|ou|e|o|nonché|u\.)"
 _LIST_SEP = rf"(?:\s*[,;]\s*(?:{_AND}\s+)?|\s+{_AND}\s+)"
 # A paragraph list stops before "42 Abs." so that "Abs. 1, 42 Abs. 2" reads as two articles.
-_PARA_ITEM = rf"\(?{_PNUM}\)?(?![\w])(?!\s*(?:Abs|para|al\.))"
-# Continuations of paragraph and detail lists have at most two digits: "Ziff. 2 und 275 SchKG" cites Art. 275.
-_PARA_MORE = rf"\(?\d{{1,2}}(?:{_SUFFIX}|[a-z](?![a-z]))?\)?(?![\w])(?!\s*(?:Abs|para|al\.))"
+_NEXT_ARTICLE = r"(?!\s*(?:Abs|para|al\.|alinéa|cpv\.|capovers|comma))"
+_PARA_ITEM = rf"\(?{_PNUM}\)?(?![\w]){_NEXT_ARTICLE}"
+# Continuations of a paragraph list go up to 12 (articles with more paragraphs are rare, lists of
+# articles after a paragraph common): "Abs. 1, 18–20 und 42 OR" and "Ziff. 2 und 275 SchKG" cite Art. 18–20
+# and 42, and Art. 275.
+_PARA_MORE = rf"\(?(?:1[0-2]|[1-9])(?!\d)(?:{_SUFFIX}|[a-z](?![a-z]))?\)?(?![\w]){_NEXT_ARTICLE}"
 _PARA_WORD = r"(?:Abs(?:atz|ätze|\.|(?=\s*\d))|Absätze|paras?\.|[Pp]aragraphs?|al\.|alinéas?|cpv\.|capovers[oi]|comma)"
 _PARA = (
     rf"(?:,?\s*{_PARA_WORD}\s*{_PARA_ITEM}(?:(?:{_LIST_SEP}|\s*(?:bis|to|through|–|-)\s*)(?!(?:Art|§)){_PARA_MORE})*"

@@ -458,6 +458,18 @@ def test_extract_an_act_named_by_date_or_subject_is_not_the_own_law() -> None:
     assert keys("l'art. 8 de la présente loi", law="LAVS") == ["LAVS art. 8"]
 
 
+def test_extract_a_paragraph_list_ends_where_articles_follow() -> None:
+    # ArG Art. 27 and BGG Art. 77 (de): numbers above 12 after a paragraph are articles
+    text = "die Artikel 9–17a, 17b Absatz 1, 18–20, 21, 24, 25, 31 und 36 ausgenommen"
+    assert keys(text, law="ArG") == [f"ArG art. {n}" for n in ("9", "17a", "17b", "18", "19", "20", "21", "24",
+                                                                "25", "31", "36")]
+    assert keys("Die Artikel 48 Absatz 3, 90–98, 103 Absatz 2", law="BGG") == [
+        "BGG art. 48", *(f"BGG art. {n}" for n in range(90, 99)), "BGG art. 103"]
+    assert keys("Art. 41 Abs. 1, 2 und 3 OR") == ["OR art. 41"]  # a paragraph list stays one article
+    # a number followed by its own paragraph word is an article, in Italian as in German
+    assert keys("articoli 82 capoversi 3 e 3bis nonché 83 capoverso 1 LAsi") == ["LAsi art. 82", "LAsi art. 83"]
+
+
 def test_extract_german_titles_with_an_adjective_and_letter_suffixes() -> None:
     # BewG Art. 27 and AIG Art. 5 (de)
     assert keys("Artikel 57 Absatz 3 des Schweizerischen Zivilgesetzbuches.", law="BewG") == ["ZGB art. 57"]
