@@ -13,7 +13,7 @@ from service.backends.embedded import EmbeddedBackend
 from service.corpus.model import Filters, LegalDoc
 from service.embeddings.cache import CachedEmbedder
 from service.errors import IndexCorrupt, IndexNotFound
-from service.indexing import index_documents
+from service.indexing import citation_rules, index_documents
 from tests.backends.conformance import QUERIES, BackendConformance, WorkConformance
 
 pytestmark = pytest.mark.unit
@@ -192,10 +192,11 @@ def test_copying_the_folder_copies_the_index(tmp_path, mini_docs, use_embedder) 
 
 def test_metadata_is_stored_with_the_index(tmp_path, mini_docs, use_embedder) -> None:
     backend = _build(tmp_path, mini_docs[:3], use_embedder)
-    assert backend.metadata("mini") == {}
+    assert backend.metadata("mini") == {"citation_rules": citation_rules()}  # written by indexing
     backend.update_metadata("mini", calibration={"qsi_a": 0.4, "qsi_b": 11.0})
     backend.update_metadata("mini", note="x")
-    assert EmbeddedBackend(tmp_path).metadata("mini") == {"calibration": {"qsi_a": 0.4, "qsi_b": 11.0}, "note": "x"}
+    assert EmbeddedBackend(tmp_path).metadata("mini") == {
+        "citation_rules": citation_rules(), "calibration": {"qsi_a": 0.4, "qsi_b": 11.0}, "note": "x"}
 
 
 def test_searches_stay_consistent_while_another_thread_writes(tmp_path, mini_docs, use_embedder) -> None:
