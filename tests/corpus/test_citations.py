@@ -527,6 +527,13 @@ def test_extract_chinese_named_laws() -> None:
     # a list continues the law
     text = "依照民法典第一千一百六十五条、第一千一百九十三条的规定"
     assert keys(text) == ["民法典 第1165条", "民法典 第1193条"]
+    # "同法" ends "合同法": not "the same law" (STARD 4176, 10146)
+    text = "根据工会法第五十二条规定，……并根据劳动合同法第四十六条、第四十七条规定给予经济补偿。"
+    assert keys(text) == ["工会法 第52条", "劳动合同法 第46条", "劳动合同法 第47条"]
+    assert keys("受让人主张根据物权法第一百零六条规定取得所有权，转让合同因违反合同法第五十二条规定被认定无效") == [
+        "物权法 第106条", "合同法 第52条"]
+    assert keys("如无合同法第五十二条规定的情形") == ["合同法 第52条"]
+    assert keys("该合同依照同法第五条", law="民法典") == []  # the same law, but none named before
 
 
 def test_extract_chinese_own_law_references() -> None:
