@@ -201,8 +201,7 @@ _SWISS_CONTEXT = {
     "codice civile": "ZGB", "codice penale": "StGB", "codice di procedura civile": "ZPO",
     "codice di procedura penale": "StPO",
 }
-_SWISS_LAWS = {"ZGB", "OR", "StGB", "BV", "RPG", "Covid-19-Gesetz", "SchKG", "BGG", "StPO", "ZPO"}
-SWISS_CODES = frozenset(_SWISS_LAWS)
+SWISS_CODES = frozenset({"ZGB", "OR", "StGB", "BV", "RPG", "Covid-19-Gesetz", "SchKG", "BGG", "StPO", "ZPO"})
 """The Swiss acts the rules know by name (by :func:`law_alias`): an article of one of them is Swiss law."""
 
 # German laws numbered by paragraph (§) and without a Swiss namesake, used by statute_key() when no
@@ -269,7 +268,7 @@ def _resolve_law(name: str, own: str, swiss: bool = False) -> str:
     """The law a written name means in a document whose own (aliased) law is ``own`` (Swiss law when
     ``swiss``); "" if too generic."""
     folded = re.sub(r"\s+", " ", name.strip()).casefold()
-    if swiss or own in _SWISS_LAWS:
+    if swiss or own in SWISS_CODES:
         for long_name, abbreviation in _SWISS_CONTEXT.items():
             if folded in (long_name, "swiss " + long_name):
                 return abbreviation
@@ -946,8 +945,7 @@ def _extract_latin(text: str, own: str, swiss: bool = False) -> list[tuple[int, 
     matches = [m for m in _LATIN.finditer(text)
                if not text.startswith("**", m.start() - 2)]  # a bold Markdown article heading, not a citation
     laws = [_latin_law(m, own, swiss) for m in matches]
-    found = [(m.start(), m.end(), _latin_citations(m, own, expand=True, named=named))
-             for m, named in zip(matches, laws, strict=True)]
+    given = list(laws)  # what each match's citations are built with: a law taken over is not explicit
     for i in range(len(matches) - 2, -1, -1):  # backwards, so that a chain of connectors passes the law on
         named, (next_law, next_named) = laws[i][1], laws[i + 1]
         if named or not next_named or not next_law:
@@ -955,10 +953,9 @@ def _extract_latin(text: str, own: str, swiss: bool = False) -> list[tuple[int, 
         if matches[i]["marker"].startswith("§") != (_default_sign(next_law) == _SIGN_SECTION):
             continue  # "§ 312d i.V.m. Artikel 246a EGBGB": numbered otherwise, so another law
         if _CONNECTOR_ONLY.fullmatch(text, matches[i].end(), matches[i + 1].start()):
-            laws[i] = (next_law, True)
-            found[i] = (found[i][0], found[i][1],
-                        _latin_citations(matches[i], own, expand=True, named=(next_law, False)))
-    return found
+            laws[i], given[i] = (next_law, True), (next_law, False)
+    return [(m.start(), m.end(), _latin_citations(m, own, expand=True, named=named))
+            for m, named in zip(matches, given, strict=True)]
 
 
 def _extract_zh(text: str, own: str) -> list[tuple[int, int, list[Citation]]]:
