@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from service.commands.common import add_common_options, add_reranker_option, filters_from_args, settings_from_args
-from service.pipelines.base import SearchRequest
+from service.errors import InvalidInput
+from service.pipelines.base import MAX_K, SearchRequest
 from service.pipelines.build import Runtime
 from service.plugins import PIPELINES
 from service.retrieval.snippets import Snippet
@@ -24,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("search", help="search one question",
                               description="Print the citations that answer a question, best first.")
     p.add_argument("query", help="the question, in everyday words")
-    p.add_argument("--top", type=int, default=10, help="how many results (default 10)")
+    p.add_argument("--top", type=int, default=10, help=f"how many results, 1 to {MAX_K} (default 10)")
     p.add_argument("--pipeline", default=None,
                    help=f"{', '.join(PIPELINES.names())} (default {DEFAULT_PIPELINE})")
     p.add_argument("--filter", action="append", default=[], metavar="FIELD=VALUE[,VALUE]",
@@ -42,6 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not 1 <= args.top <= MAX_K:  # the request would name its field k, which this command calls --top
+        raise InvalidInput(f"--top must be between 1 and {MAX_K}, got {args.top}")
     settings = settings_from_args(args)
     filters = filters_from_args(args.filter)
     runtime = Runtime(settings)
