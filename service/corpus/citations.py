@@ -269,9 +269,9 @@ def _resolve_law(name: str, own: str, swiss: bool = False) -> str:
     ``swiss``); "" if too generic."""
     folded = re.sub(r"\s+", " ", name.strip()).casefold()
     if swiss or own in SWISS_CODES:
-        for long_name, abbreviation in _SWISS_CONTEXT.items():
-            if folded in (long_name, "swiss " + long_name):
-                return abbreviation
+        code = _SWISS_CONTEXT.get(folded.removeprefix("swiss "))  # "civil code", "swiss civil code"
+        if code:
+            return code
     alias = law_alias(name)
     folded = alias.casefold()
     if folded in _GENERIC_LAW_WORDS or _GERMAN_GENITIVE.sub("", folded) in _GENERIC_LAW_WORDS:
